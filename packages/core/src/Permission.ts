@@ -1,0 +1,165 @@
+import type {
+  ConfigSource,
+  PermissionAction,
+  PermissionConfig,
+  PermissionRule,
+  PermissionRuleset,
+  RuleLayer,
+  RuleSource
+} from "@agent/domain"
+import * as os from "node:os"
+import * as Wildcard from "./Wildcard.js"
+
+/**
+ * The permission rule engine: pure functions over ordered rulesets. Rules are evaluated in
+ * order and the last matching rule wins; nothing is sorted by specificity.
+ */
+
+export interface FromConfigOptions {
+  /** Which layer these rules belong to (default `config`). */
+  readonly layer?: RuleLayer
+  /** Free text recorded on every rule, e.g. `agent plan`. */
+  readonly note?: string
+  /** Looks up the file that set `permission.<key>[.<pattern>]`, relative to `root`. */
+  readonly origin?: (path: ReadonlyArray<string>) => ConfigSource | undefined
+  /** Key path of the permission object inside the config (default `["permission"]`). */
+  readonly root?: ReadonlyArray<string>
+  readonly home?: string
+}
+
+/** `~`, `~/…`, `$HOME` and `$HOME/…` at the start of a pattern mean the home directory. */
+export const expandHome = (pattern: string, home: string = os.homedir()): string => {
+  if (pattern === "~" || pattern === "$HOME") return home
+  if (pattern.startsWith("~/")) return home + pattern.slice(1)
+  if (pattern.startsWith("$HOME/")) return home + pattern.slice(5)
+  return pattern
+}
+
+/** Config `permission` value → ordered rules, in the order the user wrote the keys. */
+export const fromConfig = (config: PermissionConfig | undefined, options: FromConfigOptions = {}): PermissionRuleset => {
+  if (config === undefined) return []
+  const root = options.root ?? ["permission"]
+  const home = options.home ?? os.homedir()
+  const sourceOf = (path: ReadonlyArray<string>): RuleSource => {
+    const origin = options.origin?.([...root, ...path])
+    return {
+      layer: options.layer ?? "config",
+      ...(origin ? { file: origin.file, key: origin.key } : {}),
+      ...(options.note ? { note: options.note } : {})
+    }
+  }
+  if (typeof config === "string") {
+    return [{ permission: "*", pattern: "*", action: config, source: sourceOf([]) }]
+  }
+  const rules: Array<PermissionRule> = []
+  for (const [permission, value] of Object.entries(config)) {
+    if (typeof value === "string") {
+      rules.push({ permission, pattern: "*", action: value, source: sourceOf([permission]) })
+      continue
+    }
+    for (const [pattern, action] of Object.entries(value)) {
+      rules.push({ permission, pattern: expandHome(pattern, home), action, source: sourceOf([permission, pattern]) })
+    }
+  }
+  return rules
+}
+
+/** Build rules from code (defaults, built-in agents), tagged with their layer. */
+export const rules = (
+  layer: RuleLayer,
+  note: string,
+  config: Exclude<PermissionConfig, PermissionAction>,
+  home?: string
+): PermissionRuleset => fromConfig(config, { layer, note, ...(home ? { home } : {}) })
+
+export const merge = (...rulesets: ReadonlyArray<PermissionRuleset>): PermissionRuleset => rulesets.flat()
+
+const findLast = (
+  permission: string,
+  pattern: string,
+  rulesets: ReadonlyArray<PermissionRuleset>
+): PermissionRule | undefined => {
+  for (let set = rulesets.length - 1; set >= 0; set--) {
+    const ruleset = rulesets[set]!
+    for (let index = ruleset.length - 1; index >= 0; index--) {
+      const rule = ruleset[index]!
+      if (Wildcard.match(permission, rule.permission) && Wildcard.match(pattern, rule.pattern)) return rule
+    }
+  }
+  return undefined
+}
+
+/** The rule that decides `permission` for `pattern`, or the default ask. */
+export const evaluate = (
+  permission: string,
+  pattern: string,
+  ...rulesets: ReadonlyArray<PermissionRuleset>
+): PermissionRule => findLast(permission, pattern, rulesets) ?? { permission, pattern: "*", action: "ask" }
+
+export interface Explanation {
+  readonly permission: string
+  readonly pattern: string
+  /** The deciding rule (with its source), or the default ask. */
+  readonly rule: PermissionRule
+  /** False when no rule matched and the default ask applies. */
+  readonly matched: boolean
+  /** Every rule whose permission matches, in evaluation order, and whether its pattern matched. */
+  readonly considered: ReadonlyArray<{ readonly rule: PermissionRule; readonly matches: boolean }>
+}
+
+export const explain = (
+  permission: string,
+  pattern: string,
+  ...rulesets: ReadonlyArray<PermissionRuleset>
+): Explanation => {
+  const considered = rulesets
+    .flat()
+    .filter((rule) => Wildcard.match(permission, rule.permission))
+    .map((rule) => ({ rule, matches: Wildcard.match(pattern, rule.pattern) }))
+  const decided = findLast(permission, pattern, rulesets)
+  return {
+    permission,
+    pattern,
+    rule: decided ?? { permission, pattern: "*", action: "ask", source: { layer: "default", note: "no rule matched" } },
+    matched: decided !== undefined,
+    considered
+  }
+}
+
+/** Tools that share one permission key. */
+const PERMISSION_OF_TOOL: Readonly<Record<string, string>> = {
+  edit: "edit",
+  write: "edit",
+  patch: "edit",
+  apply_patch: "edit",
+  multiedit: "edit",
+  list_mcp_resources: "read",
+  list_mcp_resource_templates: "read",
+  read_mcp_resource: "read"
+}
+
+export const permissionOfTool = (tool: string): string => PERMISSION_OF_TOOL[tool] ?? tool
+
+/**
+ * Tools to hide from the model: those whose last matching rule denies every pattern
+ * (`pattern: "*"`, `action: "deny"`). A tool denied only for some patterns stays visible.
+ */
+export const disabled = (toolIds: Iterable<string>, ruleset: PermissionRuleset): Set<string> => {
+  const result = new Set<string>()
+  for (const tool of toolIds) {
+    const permission = permissionOfTool(tool)
+    let last: PermissionRule | undefined
+    for (let index = ruleset.length - 1; index >= 0; index--) {
+      if (Wildcard.match(permission, ruleset[index]!.permission)) {
+        last = ruleset[index]
+        break
+      }
+    }
+    if (last && last.pattern === "*" && last.action === "deny") result.add(tool)
+  }
+  return result
+}
+
+/** Drop provenance, for storage or the wire. */
+export const strip = (ruleset: PermissionRuleset): PermissionRuleset =>
+  ruleset.map(({ action, pattern, permission }) => ({ permission, pattern, action }))

@@ -1,0 +1,204 @@
+import {
+  CorrectedError,
+  DeniedError,
+  PermissionRequestNotFound,
+  RejectedError,
+  type PermissionRuleset,
+  type SessionID
+} from "@agent/domain"
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Fiber, Layer, Stream } from "effect"
+import { ApprovalStore } from "../src/ApprovalStore.js"
+import { Bus } from "../src/Bus.js"
+import { Instance, makeInstanceInfo } from "../src/Instance.js"
+import * as Permission from "../src/Permission.js"
+import { PermissionPolicy } from "../src/PermissionPolicy.js"
+import { PermissionService } from "../src/PermissionService.js"
+import { TestInstance } from "@agent/testing"
+
+const sessionA = "ses_aaaaaaaaaaaaaaaaaaaaaaaaaa" as SessionID
+const sessionB = "ses_bbbbbbbbbbbbbbbbbbbbbbbbbb" as SessionID
+const ruleset: PermissionRuleset = Permission.fromConfig({
+  "*": "allow",
+  bash: { "*": "ask", "ls *": "allow", "rm *": "deny" },
+  webfetch: "ask"
+})
+
+const instance = Layer.succeed(Instance, makeInstanceInfo({ directory: "/tmp/project", home: "/tmp/home", env: {} }))
+const testLayer = PermissionService.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(Bus.layer, ApprovalStore.layerMemory, PermissionPolicy.make({ rules: [] }), instance))
+)
+
+/** Waits until `count` requests are pending and returns them. */
+const waitForPending = (count: number) =>
+  Effect.gen(function*() {
+    const permissions = yield* PermissionService
+    while ((yield* permissions.list()).length < count) yield* Effect.yieldNow()
+    return yield* permissions.list()
+  })
+
+const bash = (sessionID: SessionID, command: string, always = [`${command.split(" ")[0]} *`]) =>
+  Effect.gen(function*() {
+    const permissions = yield* PermissionService
+    return yield* permissions.ask({ sessionID, permission: "bash", patterns: [command], always, ruleset })
+  })
+
+describe("PermissionService.ask", () => {
+  it.effect("allows without asking when every pattern is allowed", () =>
+    Effect.gen(function*() {
+      yield* bash(sessionA, "ls -la")
+      expect(yield* (yield* PermissionService).list()).toEqual([])
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("denies with the relevant rules when any pattern is denied", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const error = yield* Effect.flip(
+        permissions.ask({ sessionID: sessionA, permission: "bash", patterns: ["ls", "rm -rf /"], always: [], ruleset })
+      )
+      expect(error).toBeInstanceOf(DeniedError)
+      expect(error.message).toContain("prevents you from using this specific tool call")
+      expect((error as DeniedError).rules.map((rule) => rule.pattern)).toEqual(["*", "*", "ls *", "rm *"])
+      expect(yield* permissions.list()).toEqual([])
+    }).pipe(Effect.provide(testLayer)))
+
+  it.scoped("publishes permission.asked and waits for the reply (once)", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      const events = yield* bus.subscribe({ types: ["permission.asked", "permission.replied"] })
+      const permissions = yield* PermissionService
+      const fiber = yield* Effect.fork(bash(sessionA, "git status"))
+      const [request] = yield* waitForPending(1)
+      expect(request).toMatchObject({ sessionID: sessionA, permission: "bash", patterns: ["git status"], always: ["git *"] })
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* permissions.reply({ requestID: request!.id, reply: "once" })
+      expect(yield* Fiber.join(fiber)).toBeUndefined()
+      const seen = yield* Stream.runCollect(Stream.take(events, 2))
+      expect(Chunk.toArray(seen).map((event) => event.type)).toEqual(["permission.asked", "permission.replied"])
+      // once does not remember anything: the same command asks again
+      const again = yield* Effect.fork(bash(sessionA, "git status"))
+      yield* waitForPending(1)
+      yield* Fiber.interrupt(again)
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("always records approvals and resolves the session's other requests they cover", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const first = yield* Effect.fork(bash(sessionA, "git status"))
+      const second = yield* Effect.fork(bash(sessionA, "git diff"))
+      const third = yield* Effect.fork(bash(sessionA, "npm test"))
+      const pending = yield* waitForPending(3)
+      yield* permissions.reply({ requestID: pending[0]!.id, reply: "always" })
+      yield* Fiber.join(first)
+      yield* Fiber.join(second)
+      const left = yield* permissions.list()
+      expect(left.map((request) => request.patterns[0])).toEqual(["npm test"])
+      expect(Permission.strip(yield* permissions.approvals())).toEqual([{ permission: "bash", pattern: "git *", action: "allow" }])
+      // later calls covered by the approval no longer ask, in any session
+      yield* bash(sessionB, "git log --oneline")
+      yield* permissions.reply({ requestID: left[0]!.id, reply: "once" })
+      yield* Fiber.join(third)
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("an approval never overrides a deny rule", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const fiber = yield* Effect.fork(bash(sessionA, "rmdir build", ["*"]))
+      const [request] = yield* waitForPending(1)
+      yield* permissions.reply({ requestID: request!.id, reply: "always" })
+      yield* Fiber.join(fiber)
+      const error = yield* Effect.flip(bash(sessionA, "rm -rf build"))
+      expect(error).toBeInstanceOf(DeniedError)
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("reject fails the call and every other pending request of the session", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const first = yield* Effect.fork(bash(sessionA, "git push"))
+      const second = yield* Effect.fork(bash(sessionA, "curl example.com"))
+      const other = yield* Effect.fork(bash(sessionB, "make"))
+      const pending = yield* waitForPending(3)
+      yield* permissions.reply({ requestID: pending[0]!.id, reply: "reject" })
+      const firstError = yield* Effect.flip(Fiber.join(first))
+      expect(firstError).toBeInstanceOf(RejectedError)
+      expect(firstError.message).toBe("The user rejected permission to use this specific tool call.")
+      expect(yield* Effect.flip(Fiber.join(second))).toBeInstanceOf(RejectedError)
+      // another session's request is untouched
+      expect((yield* permissions.list()).map((request) => request.sessionID)).toEqual([sessionB])
+      yield* Fiber.interrupt(other)
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("reject with a message becomes feedback for the model", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const fiber = yield* Effect.fork(bash(sessionA, "git push --force"))
+      const [request] = yield* waitForPending(1)
+      yield* permissions.reply({ requestID: request!.id, reply: "reject", message: "push to a branch, not main" })
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      expect(error).toBeInstanceOf(CorrectedError)
+      expect(error.message).toBe(
+        "The user rejected permission to use this specific tool call with the following feedback: push to a branch, not main"
+      )
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("replying to an unknown request fails with PermissionRequestNotFound", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const error = yield* Effect.flip(permissions.reply({ requestID: "per_missing", reply: "once" }))
+      expect(error).toBeInstanceOf(PermissionRequestNotFound)
+      expect(error.message).toContain("per_missing")
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("an aborted caller withdraws its request", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const fiber = yield* Effect.fork(bash(sessionA, "git status"))
+      yield* waitForPending(1)
+      yield* Fiber.interrupt(fiber)
+      expect(yield* permissions.list()).toEqual([])
+    }).pipe(Effect.provide(testLayer)))
+
+  it.live("pending requests are rejected when the runtime shuts down", () =>
+    Effect.gen(function*() {
+      let fiber: Fiber.RuntimeFiber<void, unknown> | undefined
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          const context = yield* Layer.build(testLayer)
+          fiber = yield* Effect.fork(Effect.provide(bash(sessionA, "git status"), context))
+          yield* Effect.provide(waitForPending(1), context)
+        })
+      )
+      expect(yield* Effect.flip(Fiber.join(fiber!))).toBeInstanceOf(RejectedError)
+    }))
+})
+
+describe("approvals persist per project", () => {
+  it.live("an always answer survives a restart", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const layer = PermissionService.layer.pipe(
+        Layer.provideMerge(
+          Layer.mergeAll(Bus.layer, ApprovalStore.layerFile, PermissionPolicy.make({ rules: [] })).pipe(
+            Layer.provideMerge(Layer.succeed(Instance, box.instance))
+          )
+        )
+      )
+      // first run: the user answers "always"
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          const permissions = yield* PermissionService
+          const fiber = yield* Effect.fork(bash(sessionA, "npm run build"))
+          const [request] = yield* waitForPending(1)
+          yield* permissions.reply({ requestID: request!.id, reply: "always" })
+          yield* Fiber.join(fiber)
+        }).pipe(Effect.provide(layer))
+      )
+      // second run, fresh runtime: no question for a covered command
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          yield* bash(sessionB, "npm install")
+          expect(yield* (yield* PermissionService).list()).toEqual([])
+        }).pipe(Effect.provide(layer))
+      )
+    }).pipe(Effect.scoped))
+})

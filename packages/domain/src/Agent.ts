@@ -1,0 +1,65 @@
+import { Schema } from "effect"
+import { PermissionRuleset } from "./Permission.js"
+
+export const AgentMode = Schema.Literal("subagent", "primary", "all")
+export type AgentMode = typeof AgentMode.Type
+
+export const ModelRef = Schema.Struct({
+  providerID: Schema.String,
+  modelID: Schema.String
+})
+export type ModelRef = typeof ModelRef.Type
+
+/** Parses `provider/model`; the model id may itself contain slashes (`openrouter/anthropic/claude`). */
+export const parseModelRef = (value: string): ModelRef | undefined => {
+  const slash = value.indexOf("/")
+  if (slash <= 0 || slash === value.length - 1) return undefined
+  return { providerID: value.slice(0, slash), modelID: value.slice(slash + 1) }
+}
+
+export class Agent extends Schema.Class<Agent>("Agent")({
+  name: Schema.String,
+  description: Schema.optional(Schema.String),
+  mode: AgentMode,
+  native: Schema.Boolean,
+  hidden: Schema.optional(Schema.Boolean),
+  topP: Schema.optional(Schema.Number),
+  temperature: Schema.optional(Schema.Number),
+  color: Schema.optional(Schema.String),
+  permission: PermissionRuleset,
+  model: Schema.optional(ModelRef),
+  variant: Schema.optional(Schema.String),
+  prompt: Schema.optional(Schema.String),
+  options: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  steps: Schema.optional(Schema.Number),
+  /** The file that defined or last changed this agent, when it came from configuration. */
+  source: Schema.optional(Schema.String)
+}) {}
+
+export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNotFound", {
+  name: Schema.String,
+  available: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    return `Agent "${this.name}" not found. Available agents: ${this.available.join(", ")}`
+  }
+}
+
+/** `default_agent` names something that cannot be the default, or no agent can be. */
+export class DefaultAgentError extends Schema.TaggedError<DefaultAgentError>()("DefaultAgentError", {
+  name: Schema.optional(Schema.String),
+  reason: Schema.Literal("not_found", "subagent", "hidden", "none")
+}) {
+  override get message() {
+    switch (this.reason) {
+      case "not_found":
+        return `default agent "${this.name}" not found`
+      case "subagent":
+        return `default agent "${this.name}" is a subagent`
+      case "hidden":
+        return `default agent "${this.name}" is hidden`
+      case "none":
+        return "no primary visible agent found"
+    }
+  }
+}

@@ -1,0 +1,241 @@
+import { Schema } from "effect"
+import { AgentMode } from "./Agent.js"
+import { PermissionConfig } from "./Permission.js"
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+
+export const AgentColor = Schema.Union(
+  Schema.String.pipe(Schema.pattern(/^#[0-9a-fA-F]{6}$/)),
+  Schema.Literal("primary", "secondary", "accent", "success", "warning", "error", "info")
+)
+
+/** One entry of `agent.<name>` (and legacy `mode.<name>`), or a markdown agent's front matter. */
+export const AgentConfig = Schema.Struct({
+  name: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String),
+  variant: Schema.optional(Schema.String),
+  temperature: Schema.optional(Schema.Number),
+  top_p: Schema.optional(Schema.Number),
+  prompt: Schema.optional(Schema.String),
+  /** Deprecated: `{tool: boolean}`, turned into permission rules. */
+  tools: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Boolean })),
+  disable: Schema.optional(Schema.Boolean),
+  description: Schema.optional(Schema.String),
+  mode: Schema.optional(AgentMode),
+  hidden: Schema.optional(Schema.Boolean),
+  options: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  color: Schema.optional(AgentColor),
+  steps: Schema.optional(PositiveInt),
+  /** Deprecated alias of `steps`. */
+  maxSteps: Schema.optional(PositiveInt),
+  permission: Schema.optional(PermissionConfig)
+})
+export type AgentConfig = typeof AgentConfig.Type
+
+/** The keys an agent entry understands; anything else moves into `options`. */
+export const AgentConfigKeys: ReadonlySet<string> = new Set(Object.keys(AgentConfig.fields))
+
+export const McpLocalConfig = Schema.Struct({
+  type: Schema.Literal("local"),
+  command: Schema.NonEmptyArray(Schema.String),
+  environment: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  enabled: Schema.optional(Schema.Boolean),
+  timeout: Schema.optional(PositiveInt),
+  cwd: Schema.optional(Schema.String)
+})
+
+export const McpOAuthConfig = Schema.Struct({
+  clientId: Schema.optional(Schema.String),
+  clientSecret: Schema.optional(Schema.String),
+  scope: Schema.optional(Schema.String),
+  callbackPort: Schema.optional(PositiveInt),
+  redirectUri: Schema.optional(Schema.String)
+})
+
+export const McpRemoteConfig = Schema.Struct({
+  type: Schema.Literal("remote"),
+  url: Schema.String,
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  enabled: Schema.optional(Schema.Boolean),
+  timeout: Schema.optional(PositiveInt),
+  oauth: Schema.optional(Schema.Union(McpOAuthConfig, Schema.Literal(false)))
+})
+
+/** Legacy form that only switches a server off. */
+export const McpToggleConfig = Schema.Struct({ enabled: Schema.Boolean })
+
+export const McpConfig = Schema.Union(McpLocalConfig, McpRemoteConfig, McpToggleConfig)
+export type McpConfig = typeof McpConfig.Type
+
+export const ModelLimit = Schema.Struct({
+  context: NonNegativeInt,
+  input: Schema.optional(NonNegativeInt),
+  output: NonNegativeInt
+})
+
+export const ModelCost = Schema.Struct({
+  input: Schema.Number,
+  output: Schema.Number,
+  cache_read: Schema.optional(Schema.Number),
+  cache_write: Schema.optional(Schema.Number)
+})
+
+export const ProviderModelConfig = Schema.Struct({
+  id: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  limit: Schema.optional(ModelLimit),
+  cost: Schema.optional(ModelCost),
+  temperature: Schema.optional(Schema.Boolean),
+  tool_call: Schema.optional(Schema.Boolean),
+  reasoning: Schema.optional(Schema.Boolean),
+  attachment: Schema.optional(Schema.Boolean),
+  options: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+})
+
+export const ProviderConfig = Schema.Struct({
+  id: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  npm: Schema.optional(Schema.String),
+  api: Schema.optional(Schema.String),
+  env: Schema.optional(Schema.Array(Schema.String)),
+  whitelist: Schema.optional(Schema.Array(Schema.String)),
+  blacklist: Schema.optional(Schema.Array(Schema.String)),
+  options: Schema.optional(
+    Schema.Struct(
+      {
+        apiKey: Schema.optional(Schema.String),
+        baseURL: Schema.optional(Schema.String),
+        headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+        timeout: Schema.optional(Schema.Union(PositiveInt, Schema.Literal(false)))
+      },
+      Schema.Record({ key: Schema.String, value: Schema.Unknown })
+    )
+  ),
+  models: Schema.optional(Schema.Record({ key: Schema.String, value: ProviderModelConfig }))
+})
+export type ProviderConfig = typeof ProviderConfig.Type
+
+export const CommandConfig = Schema.Struct({
+  template: Schema.String,
+  description: Schema.optional(Schema.String),
+  agent: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String),
+  subtask: Schema.optional(Schema.Boolean)
+})
+
+export const CompactionConfig = Schema.Struct({
+  auto: Schema.optional(Schema.Boolean),
+  prune: Schema.optional(Schema.Boolean),
+  tail_turns: Schema.optional(NonNegativeInt),
+  preserve_recent_tokens: Schema.optional(NonNegativeInt),
+  reserved: Schema.optional(NonNegativeInt)
+})
+
+export const ToolOutputConfig = Schema.Struct({
+  max_lines: Schema.optional(PositiveInt),
+  max_bytes: Schema.optional(PositiveInt)
+})
+
+export const ExperimentalConfig = Schema.Struct({
+  primary_tools: Schema.optional(Schema.Array(Schema.String)),
+  continue_loop_on_deny: Schema.optional(Schema.Boolean),
+  mcp_timeout: Schema.optional(PositiveInt)
+})
+
+/** OpenCode's other experimental switches: accepted with a warning, not used. */
+export const ExperimentalIgnoredKeys: ReadonlySet<string> = new Set([
+  "batch_tool",
+  "openTelemetry",
+  "disable_paste_summary",
+  "chatMaxRetries",
+  "hook",
+  "policies"
+])
+
+export const ServerConfig = Schema.Struct({
+  port: Schema.optional(NonNegativeInt),
+  hostname: Schema.optional(Schema.String),
+  mdns: Schema.optional(Schema.Boolean),
+  mdnsDomain: Schema.optional(Schema.String),
+  cors: Schema.optional(Schema.Array(Schema.String))
+})
+
+export const SkillsConfig = Schema.Struct({
+  paths: Schema.optional(Schema.Array(Schema.String)),
+  urls: Schema.optional(Schema.Array(Schema.String))
+})
+
+export const Config = Schema.Struct({
+  $schema: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String),
+  small_model: Schema.optional(Schema.String),
+  default_agent: Schema.optional(Schema.String),
+  username: Schema.optional(Schema.String),
+  agent: Schema.optional(Schema.Record({ key: Schema.String, value: AgentConfig })),
+  /** Deprecated: merged into `agent` with `mode: "primary"`. */
+  mode: Schema.optional(Schema.Record({ key: Schema.String, value: AgentConfig })),
+  permission: Schema.optional(PermissionConfig),
+  /** Deprecated: `{tool: boolean}`, turned into permission rules. */
+  tools: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Boolean })),
+  instructions: Schema.optional(Schema.Array(Schema.String)),
+  mcp: Schema.optional(Schema.Record({ key: Schema.String, value: McpConfig })),
+  provider: Schema.optional(Schema.Record({ key: Schema.String, value: ProviderConfig })),
+  disabled_providers: Schema.optional(Schema.Array(Schema.String)),
+  enabled_providers: Schema.optional(Schema.Array(Schema.String)),
+  command: Schema.optional(Schema.Record({ key: Schema.String, value: CommandConfig })),
+  skills: Schema.optional(SkillsConfig),
+  compaction: Schema.optional(CompactionConfig),
+  tool_output: Schema.optional(ToolOutputConfig),
+  experimental: Schema.optional(ExperimentalConfig),
+  server: Schema.optional(ServerConfig),
+  subagent_depth: Schema.optional(NonNegativeInt),
+  share: Schema.optional(Schema.Literal("manual", "auto", "disabled"))
+})
+export type Config = typeof Config.Type
+
+/** Top-level keys OpenCode understands that this runtime does not use: loaded with a warning. */
+export const ConfigIgnoredKeys: ReadonlySet<string> = new Set([
+  "autoshare",
+  "reference",
+  "references",
+  "shell",
+  "snapshot",
+  "watcher",
+  "plugin",
+  "formatter",
+  "lsp",
+  "attachment",
+  "enterprise",
+  "logLevel",
+  "autoupdate",
+  "layout",
+  "theme",
+  "keybinds",
+  "tui"
+])
+
+export const ConfigKeys: ReadonlySet<string> = new Set(Object.keys(Config.fields))
+
+/** Where one effective config value came from. */
+export const ConfigSource = Schema.Struct({
+  /** A file path, `env:VAR`, or `default`. */
+  file: Schema.String,
+  /** Dotted key path inside that file. */
+  key: Schema.String,
+  line: Schema.optional(Schema.Number)
+})
+export type ConfigSource = typeof ConfigSource.Type
+
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  file: Schema.String,
+  line: Schema.optional(Schema.Number),
+  key: Schema.optional(Schema.String),
+  detail: Schema.String
+}) {
+  override get message() {
+    const where = this.line === undefined ? this.file : `${this.file}:${this.line}`
+    return this.key ? `${where}: ${this.key}: ${this.detail}` : `${where}: ${this.detail}`
+  }
+}

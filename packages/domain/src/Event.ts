@@ -1,0 +1,83 @@
+import { Schema } from "effect"
+import { MessageID, PartID, PermissionID, SessionID } from "./Ids.js"
+import { Message, MessageError, Part } from "./Message.js"
+import { PermissionReply, PermissionRequest } from "./Permission.js"
+import { FileDiff, Session, SessionStatus } from "./Session.js"
+
+const event = <const Type extends string, Props extends Schema.Struct.Fields>(type: Type, properties: Props) =>
+  Schema.Struct({ type: Schema.Literal(type), properties: Schema.Struct(properties) })
+
+export const Todo = Schema.Struct({
+  content: Schema.String,
+  status: Schema.Literal("pending", "in_progress", "completed", "cancelled"),
+  priority: Schema.Literal("high", "medium", "low")
+})
+export type Todo = typeof Todo.Type
+
+export const SessionCreated = event("session.created", { info: Session })
+export const SessionUpdated = event("session.updated", { info: Session })
+export const SessionDeleted = event("session.deleted", { info: Session })
+export const SessionStatusChanged = event("session.status", { sessionID: SessionID, status: SessionStatus })
+export const SessionIdle = event("session.idle", { sessionID: SessionID })
+export const SessionErrored = event("session.error", {
+  sessionID: Schema.optional(SessionID),
+  error: Schema.optional(MessageError)
+})
+export const SessionCompacted = event("session.compacted", { sessionID: SessionID })
+export const SessionDiff = event("session.diff", { sessionID: SessionID, diff: Schema.Array(FileDiff) })
+export const MessageUpdated = event("message.updated", { info: Message })
+export const MessageRemoved = event("message.removed", { sessionID: SessionID, messageID: MessageID })
+export const PartUpdated = event("message.part.updated", { part: Part })
+export const PartDelta = event("message.part.delta", {
+  sessionID: SessionID,
+  messageID: MessageID,
+  partID: PartID,
+  field: Schema.String,
+  delta: Schema.String
+})
+export const PartRemoved = event("message.part.removed", {
+  sessionID: SessionID,
+  messageID: MessageID,
+  partID: PartID
+})
+export const PermissionAsked = event("permission.asked", PermissionRequest.fields)
+export const PermissionReplied = event("permission.replied", {
+  sessionID: SessionID,
+  requestID: PermissionID,
+  reply: PermissionReply
+})
+export const TodoUpdated = event("todo.updated", { sessionID: SessionID, todos: Schema.Array(Todo) })
+export const McpToolsChanged = event("mcp.tools.changed", { server: Schema.String })
+export const FileEdited = event("file.edited", { file: Schema.String })
+export const CommandExecuted = event("command.executed", {
+  name: Schema.String,
+  sessionID: SessionID,
+  arguments: Schema.String,
+  messageID: MessageID
+})
+
+/** Every event the bus carries, as `{type, properties}` (OpenCode's wire shape). */
+export const BusEvent = Schema.Union(
+  SessionCreated,
+  SessionUpdated,
+  SessionDeleted,
+  SessionStatusChanged,
+  SessionIdle,
+  SessionErrored,
+  SessionCompacted,
+  SessionDiff,
+  MessageUpdated,
+  MessageRemoved,
+  PartUpdated,
+  PartDelta,
+  PartRemoved,
+  PermissionAsked,
+  PermissionReplied,
+  TodoUpdated,
+  McpToolsChanged,
+  FileEdited,
+  CommandExecuted
+)
+export type BusEvent = typeof BusEvent.Type
+export type BusEventType = BusEvent["type"]
+export type BusEventOf<T extends BusEventType> = Extract<BusEvent, { type: T }>

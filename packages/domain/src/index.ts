@@ -1,0 +1,7 @@
+export * from "./Agent.js"
+export * from "./Config.js"
+export * from "./Event.js"
+export * from "./Ids.js"
+export * from "./Message.js"
+export * from "./Permission.js"
+export * from "./Session.js"

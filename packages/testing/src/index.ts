@@ -1,0 +1,1 @@
+export * as TestInstance from "./TestInstance.js"

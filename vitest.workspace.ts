@@ -1,0 +1,23 @@
+import { fileURLToPath } from "node:url"
+import { defineWorkspace } from "vitest/config"
+
+// Tests import the packages' sources, so a test run never sees a stale dist/.
+const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url))
+const alias = {
+  "@agent/domain": src("domain"),
+  "@agent/core": src("core"),
+  "@agent/testing": src("testing")
+}
+
+export default defineWorkspace(
+  ["domain", "core", "testing", "cli", "server"].map((name) => ({
+    resolve: { alias },
+    test: {
+      name,
+      root: `./packages/${name}`,
+      include: ["test/**/*.test.ts"],
+      testTimeout: 30_000,
+      hookTimeout: 30_000
+    }
+  }))
+)
