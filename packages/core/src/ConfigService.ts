@@ -154,7 +154,7 @@ const expandHome = (p: string, home: string): string =>
 // ---------------------------------------------------------------------------------------------
 // Provenance
 
-/** Which source set each value path. Objects get an entry when a source creates them. */
+/** Which source set each value path. Objects point at the last source that merged into them. */
 class Provenance {
   private readonly entries = new Map<string, { readonly path: Path; readonly source: ConfigSource }>()
 
@@ -236,8 +236,10 @@ const mergeInto = (target: JsonObject, patch: JsonObject, base: Path, at: Source
         if (existing !== undefined) prov.drop(p)
         into = {}
         target[key] = into
-        prov.set(p, at(p))
       }
+      // An object remembers the last source that touched it: the answer for paths below it
+      // that no source set (a missing key, a whole agent).
+      prov.set(p, at(p))
       mergeInto(into, value, p, at, prov)
     } else {
       if (existing !== undefined) prov.drop(p)
@@ -476,7 +478,7 @@ const markdownSource = (file: string, name: string, primary: boolean): Source =>
       const line = error.linePos?.[0].line
       throw configError(
         file,
-        `invalid YAML front matter: ${error.message.split("\n")[0]}`,
+        `invalid YAML front matter: ${error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "")}`,
         line === undefined ? undefined : line + yamlFirstLine - 1
       )
     }
@@ -560,6 +562,10 @@ const markdownFiles = (dir: string, recursive: boolean): Array<{ readonly file: 
 
 const decodeConfig = Schema.decodeUnknownEither(Config, { errors: "all", onExcessProperty: "error" })
 
+/** Schema spells out whole struct types; a config author needs the kind of value. */
+const expectedText = (expected: string): string =>
+  expected.startsWith("{") ? "an object" : expected.startsWith("ReadonlyArray<") ? `an array` : expected
+
 /** Turns the most specific schema issue into an error naming the file that set the value. */
 const validationError = (error: ParseResult.ParseError, prov: Provenance): ConfigError => {
   const all = ParseResult.ArrayFormatter.formatErrorSync(error)
@@ -580,7 +586,7 @@ const validationError = (error: ParseResult.ParseError, prov: Provenance): Confi
     const parts = same.map((issue) => /^Expected (.*), actual (.*)$/s.exec(issue.message))
     const actual = parts[0]?.[2]
     detail = parts.every((m) => m !== null && m[2] === actual)
-      ? `Expected ${[...new Set(parts.map((m) => m![1]))].join(" | ")}, actual ${actual}`
+      ? `Expected ${[...new Set(parts.map((m) => expectedText(m![1]!)))].join(" | ")}, actual ${actual}`
       : [...new Set(same.map((issue) => issue.message))].join("; ")
   }
   const origin = prov.origin(p)

@@ -1,0 +1,1 @@
+export { agent, run } from "./Cli.js"
