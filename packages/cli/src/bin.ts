@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { makeAppLayer } from "@agent/core"
 import { ValidationError } from "@effect/cli"
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect, Layer } from "effect"
 import { run } from "./Cli.js"
 

@@ -1,6 +1,7 @@
 import { ConfigError } from "@agent/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import type { Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -8,7 +9,7 @@ import { ConfigService, loadConfig } from "../../src/ConfigService.js"
 import { Instance } from "../../src/Instance.js"
 import { lineOf, sandbox } from "./helpers.js"
 
-const live = <A, E>(body: Effect.Effect<A, E, import("effect/Scope").Scope>) => Effect.scoped(body)
+const live = <A, E>(body: Effect.Effect<A, E, Scope.Scope>) => Effect.scoped(body)
 
 describe("precedence", () => {
   it.live("global < AGENT_CONFIG < project root < nested dir < .opencode < .agent < AGENT_CONFIG_CONTENT < managed", () =>
@@ -452,8 +453,7 @@ describe("markdown agents", () => {
       )
       const error = yield* Effect.flip(loadConfig(box.instance()))
       expect(error.file).toBe(file)
-      expect(error.line).toBeGreaterThanOrEqual(4)
-      expect(error.line).toBeLessThanOrEqual(5)
+      expect(error.line).toBe(4)
       expect(error.detail).toContain("invalid YAML")
     })))
 })
@@ -577,13 +577,12 @@ describe("provenance", () => {
   it.live("a scalar replaced by an object keeps only the object's provenance", () =>
     live(Effect.gen(function*() {
       const box = yield* sandbox
-      const global = box.write(path.join(box.globalDir, "agent.json"), { permission: { bash: "deny" } })
+      box.write(path.join(box.globalDir, "agent.json"), { permission: { bash: "deny", edit: "ask" } })
       const project = box.write(path.join(box.project, "agent.json"), { permission: { bash: { "git *": "allow" } } })
       const info = yield* loadConfig(box.instance())
       expect(info.origin(["permission", "bash"])?.file).toBe(project)
       expect(info.origin(["permission", "bash", "rm *"])?.file).toBe(project)
       expect(info.origin(["permission"])?.file).toBe(project)
-      expect(info.origin(["permission", "bash", "git *"])?.file).not.toBe(global)
     })))
 })
 
