@@ -1,23 +1,37 @@
 import type { ConfigError } from "@agent/domain"
+import type { SqlClient } from "@effect/sql"
 import { Layer } from "effect"
 import { AgentRegistry } from "./AgentRegistry.js"
 import { ApprovalStore } from "./ApprovalStore.js"
 import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
+import * as Database from "./Database.js"
 import { Instance } from "./Instance.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
 import { PermissionService } from "./PermissionService.js"
+import { SessionStore } from "./SessionStore.js"
 
 export interface AppLayerOptions<PolicyError = never> {
   /** Which directory, home and env the runtime sees (default: the process's). */
   readonly instance?: Layer.Layer<Instance>
   /** The enterprise policy (default: the managed config's `permission` key, no audit). */
   readonly policy?: Layer.Layer<PermissionPolicy, PolicyError, ConfigService | Instance>
-  /** Where "always" approvals are kept (default: a JSON file per project in the data dir). */
-  readonly approvals?: Layer.Layer<ApprovalStore, never, Instance>
+  /** The SQLite database (default: `AGENT_DB` or `<data>/agent.db`; `Database.layerMemory` for tests). */
+  readonly database?: Layer.Layer<SqlClient.SqlClient, never, Instance>
+  /** Where "always" approvals are kept (default: the database). */
+  readonly approvals?: Layer.Layer<ApprovalStore, never, Instance | SqlClient.SqlClient>
 }
 
-export type AppServices = Instance | ConfigService | Bus | ApprovalStore | PermissionPolicy | AgentRegistry | PermissionService
+export type AppServices =
+  | Instance
+  | ConfigService
+  | SqlClient.SqlClient
+  | Bus
+  | ApprovalStore
+  | PermissionPolicy
+  | AgentRegistry
+  | PermissionService
+  | SessionStore
 
 /**
  * The one composition root: the CLI, the server and the tests all build their runtime
@@ -27,12 +41,14 @@ export const makeAppLayer = <PolicyError = never>(
   options: AppLayerOptions<PolicyError> = {}
 ): Layer.Layer<AppServices, ConfigError | PolicyError> => {
   const instance = options.instance ?? Instance.layer
-  const configured = ConfigService.layer.pipe(Layer.provideMerge(instance))
+  const configured = Layer.mergeAll(ConfigService.layer, options.database ?? Database.layer, Bus.layer).pipe(
+    Layer.provideMerge(instance)
+  )
   const services = Layer.mergeAll(
-    Bus.layer,
-    options.approvals ?? ApprovalStore.layerFile,
+    options.approvals ?? ApprovalStore.layerSql,
     options.policy ?? PermissionPolicy.layer,
-    AgentRegistry.layer
+    AgentRegistry.layer,
+    SessionStore.layer
   ).pipe(Layer.provideMerge(configured))
   return PermissionService.layer.pipe(Layer.provideMerge(services))
 }

@@ -1,12 +1,14 @@
 import { PermissionRuleset, type ProjectID } from "@agent/domain"
+import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { withBusyRetry } from "./Database.js"
 import { Instance } from "./Instance.js"
 
 /**
- * Where "always allow" answers are kept, per project, so they survive a restart. A JSON
- * file per project for now; the SQLite store replaces this layer once it exists.
+ * Where "always allow" answers are kept, per project, so they survive a restart: the
+ * `permission_approval` table by default, a JSON file or memory as alternatives.
  */
 export class ApprovalStore extends Context.Tag("@agent/core/ApprovalStore")<
   ApprovalStore,
@@ -15,6 +17,36 @@ export class ApprovalStore extends Context.Tag("@agent/core/ApprovalStore")<
     readonly add: (projectID: ProjectID, rules: PermissionRuleset) => Effect.Effect<void>
   }
 >() {
+  /** The `permission_approval` table of the runtime's database. */
+  static readonly layerSql: Layer.Layer<ApprovalStore, never, SqlClient.SqlClient> = Layer.effect(
+    ApprovalStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const run = withBusyRetry("the agent database")
+      const decode = Schema.decodeUnknownSync(PermissionRuleset)
+      return {
+        load: (projectID) =>
+          run(sql`SELECT permission, pattern, action FROM permission_approval WHERE project_id = ${projectID} ORDER BY id`).pipe(
+            Effect.map((rows) => decode(rows))
+          ),
+        add: (projectID, rules) =>
+          rules.length === 0
+            ? Effect.void
+            : run(
+              sql`INSERT INTO permission_approval ${
+                sql.insert(rules.map(({ action, pattern, permission }) => ({
+                  project_id: projectID,
+                  permission,
+                  pattern,
+                  action,
+                  time_created: Date.now()
+                })))
+              }`
+            ).pipe(Effect.asVoid)
+      }
+    })
+  )
+
   /** `<data>/approvals/<projectID>.json`, written atomically with mode 0600. */
   static readonly layerFile: Layer.Layer<ApprovalStore, never, Instance> = Layer.effect(
     ApprovalStore,

@@ -87,3 +87,21 @@ export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("Sess
     return `Session not found: ${this.sessionID}`
   }
 }
+
+export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()("MessageNotFound", {
+  sessionID: Schema.String,
+  messageID: Schema.String
+}) {
+  override get message() {
+    return `Message ${this.messageID} not found in session ${this.sessionID}`
+  }
+}
+
+/** An export that cannot be imported: malformed, or a session that already exists. */
+export class SessionImportError extends Schema.TaggedError<SessionImportError>()("SessionImportError", {
+  detail: Schema.String
+}) {
+  override get message() {
+    return `Cannot import session: ${this.detail}`
+  }
+}

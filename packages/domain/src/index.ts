@@ -1,6 +1,7 @@
 export * from "./Agent.js"
 export * from "./Config.js"
 export * from "./Event.js"
+export * from "./Export.js"
 export * from "./Ids.js"
 export * from "./Message.js"
 export * from "./Permission.js"

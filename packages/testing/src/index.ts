@@ -1,1 +1,2 @@
+export * as TestData from "./TestData.js"
 export * as TestInstance from "./TestInstance.js"

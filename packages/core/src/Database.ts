@@ -1,0 +1,118 @@
+import { SqlClient, type SqlError } from "@effect/sql"
+import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { Cause, Effect, Layer, Schedule } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Instance } from "./Instance.js"
+import initial from "./migrations/0001_initial.js"
+
+/** Migrations are bundled as code (not read from a folder), so a bundled CLI still has them. */
+const migrations = SqliteMigrator.fromRecord({ "0001_initial": initial })
+
+export class StorageError extends Error {
+  override readonly name = "StorageError"
+  constructor(readonly file: string, readonly detail: string, override readonly cause?: unknown) {
+    super(`storage error in ${file}: ${detail}`)
+  }
+}
+
+/** The SQLite result code of a better-sqlite3 error, thrown directly or wrapped in a SqlError. */
+const sqliteCode = (error: unknown): string | undefined => {
+  for (let current = error, depth = 0; current && depth < 3; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === "string" && code.startsWith("SQLITE_")) return code
+    current = (current as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+export const isBusy = (error: unknown): boolean => {
+  const code = sqliteCode(error)
+  return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED" || code?.startsWith("SQLITE_BUSY_") === true
+}
+
+const isCorrupt = (error: unknown): boolean => {
+  const code = sqliteCode(error)
+  return code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB"
+}
+
+/**
+ * Retries a write while another process holds the lock (on top of SQLite's own 5 s busy
+ * timeout), then turns what is left into a defect that names the database file.
+ */
+export const withBusyRetry = (file: string) =>
+  <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
+    effect.pipe(
+      Effect.retry({
+        while: isBusy,
+        schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
+      }),
+      Effect.orDieWith((error) =>
+        new StorageError(file, isBusy(error) ? "database is locked by another process; gave up after retrying" : error.message, error)
+      )
+    )
+
+const pragmas = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Incremental vacuum can only be switched on while the database has no tables; the
+  // VACUUM rewrites the (empty) file so the setting sticks even in WAL mode.
+  const [vacuum] = yield* sql<{ auto_vacuum: number }>`PRAGMA auto_vacuum`
+  if (vacuum?.auto_vacuum !== 2) {
+    const [tables] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM sqlite_master`
+    if (tables?.n === 0) {
+      yield* sql`PRAGMA auto_vacuum = INCREMENTAL`
+      yield* sql`VACUUM`
+    }
+  }
+  yield* sql`PRAGMA synchronous = NORMAL`
+  yield* sql`PRAGMA busy_timeout = 5000`
+  yield* sql`PRAGMA foreign_keys = ON`
+})
+
+const migrate = SqliteMigrator.run({ loader: migrations }).pipe(
+  // Several processes may open a new database at once; the loser retries and finds it done.
+  Effect.retry({
+    while: (error) => error._tag === "MigrationError" ? error.reason === "locked" : isBusy(error),
+    schedule: Schedule.spaced("50 millis").pipe(Schedule.intersect(Schedule.recurs(100)))
+  }),
+  Effect.provide(NodeContext.layer)
+)
+
+const open = (filename: string) =>
+  Layer.effectDiscard(Effect.zipRight(pragmas, migrate)).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
+
+/** Opens (creating or migrating) one database file, or `:memory:`. */
+export const layerFile = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> => {
+  if (filename !== ":memory:") fs.mkdirSync(path.dirname(filename), { recursive: true })
+  return open(filename).pipe(
+    Layer.catchAllCause((cause) => {
+      const error = Cause.squash(cause)
+      // A corrupt file would fail every start: keep it aside for the user and begin a new one.
+      if (filename !== ":memory:" && isCorrupt(error)) {
+        const aside = `${filename}.corrupt-${Date.now()}`
+        return Layer.unwrapEffect(
+          Effect.gen(function*() {
+            for (const suffix of ["", "-wal", "-shm"]) {
+              if (fs.existsSync(filename + suffix)) fs.renameSync(filename + suffix, aside + suffix)
+            }
+            yield* Effect.logError(`database ${filename} is corrupt; moved it to ${aside} and started a new one`)
+            return Layer.orDie(open(filename))
+          })
+        )
+      }
+      const detail = error instanceof Error ? error.message : String(error)
+      return Layer.die(new StorageError(filename, `cannot open database: ${detail}`, error))
+    })
+  )
+}
+
+/** The database file: `AGENT_DB`, else `<data dir>/agent.db`. */
+export const filename = (instance: { readonly env: Readonly<Record<string, string | undefined>>; readonly paths: { readonly data: string } }) =>
+  instance.env.AGENT_DB || path.join(instance.paths.data, "agent.db")
+
+export const layer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> = Layer.unwrapEffect(
+  Effect.map(Instance, (instance) => layerFile(filename(instance)))
+)
+
+export const layerMemory = layerFile(":memory:")
