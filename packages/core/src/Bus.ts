@@ -4,9 +4,12 @@ import { Context, Effect, Layer, Queue, Ref, type Scope, Stream } from "effect"
 export interface SubscribeOptions<T extends BusEventType> {
   /** Only these event types (default: all). */
   readonly types?: ReadonlyArray<T>
-  /** Queue size for this subscriber; when full, the oldest events are dropped (default 1024). */
+  /** Queue size for this subscriber; when full, the oldest events are dropped (default 16384). */
   readonly capacity?: number
 }
+
+/** Enough for a burst of streamed deltas; a stalled reader holds at most this many events. */
+const DEFAULT_CAPACITY = 16_384
 
 interface Subscriber {
   readonly queue: Queue.Queue<BusEvent>
@@ -46,7 +49,7 @@ export class Bus extends Context.Tag("@agent/core/Bus")<
 
       const subscribe = <T extends BusEventType = BusEventType>(options: SubscribeOptions<T> = {}) =>
         Effect.gen(function*() {
-          const capacity = options.capacity ?? 1024
+          const capacity = options.capacity ?? DEFAULT_CAPACITY
           const subscriber: Subscriber = {
             queue: yield* Queue.sliding<BusEvent>(capacity),
             types: options.types ? new Set(options.types) : undefined,

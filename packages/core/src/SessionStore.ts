@@ -163,6 +163,43 @@ const decodePart = Schema.decodeUnknownSync(Schema.parseJson(Part))
 const decodeExport = Schema.decodeUnknownEither(SessionExportSchema)
 const encodeExport = Schema.encodeSync(SessionExportSchema)
 
+/**
+ * Decoded rows by id, reused while the stored text is unchanged: the loop reloads a
+ * session's history every step, and decoding is most of the cost of a load.
+ */
+class DecodeCache<A> {
+  private readonly entries = new Map<string, { readonly data: string; readonly value: A }>()
+  private size = 0
+  constructor(
+    private readonly table: string,
+    private readonly decode: (input: unknown) => A,
+    /** Bound on the cached rows' JSON text, in characters (the decoded objects are of similar size). */
+    private readonly maxChars: number
+  ) {}
+
+  get(id: string, data: string): A {
+    const hit = this.entries.get(id)
+    if (hit) {
+      this.entries.delete(id)
+      if (hit.data === data) {
+        this.entries.set(id, hit)
+        return hit.value
+      }
+      this.size -= hit.data.length
+    }
+    const value = decodeRow(this.table, id, this.decode, data)
+    if (data.length > this.maxChars / 16) return value // one huge row must not flush everything else
+    this.entries.set(id, { data, value })
+    this.size += data.length
+    for (const [oldest, entry] of this.entries) {
+      if (this.size <= this.maxChars) break
+      this.entries.delete(oldest)
+      this.size -= entry.data.length
+    }
+    return value
+  }
+}
+
 /** A row that does not decode is damage, not a user error: die with where it is. */
 const decodeRow = <A>(table: string, id: string, decode: (input: unknown) => A, input: unknown): A => {
   try {
@@ -249,6 +286,8 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
       const write = withBusyRetry(file)
       const read = <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>) => write(effect)
       const scope = yield* Effect.scope
+      const partCache = new DecodeCache("part", decodePart, 32 * 1024 * 1024)
+      const messageCache = new DecodeCache("message", decodeMessage, 8 * 1024 * 1024)
 
       const owner = `${os.hostname()}:${process.pid}:${Identifier.ascending("part").slice(4)}`
 
@@ -554,13 +593,13 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
       const withParts = (messages: ReadonlyArray<DataRow>, parts: ReadonlyArray<PartRow>): Array<MessageWithParts> => {
         const byMessage = new Map<string, Array<Part>>()
         for (const row of parts) {
-          const part = current(decodeRow("part", row.id, decodePart, row.data))
+          const part = current(partCache.get(row.id, row.data))
           let list = byMessage.get(row.message_id)
           if (!list) byMessage.set(row.message_id, (list = []))
           list.push(part)
         }
         return messages.map((row) => ({
-          info: decodeRow("message", row.id, decodeMessage, row.data),
+          info: messageCache.get(row.id, row.data),
           parts: byMessage.get(row.id) ?? []
         }))
       }

@@ -1,0 +1,62 @@
+import type { BusEvent, SessionID } from "@agent/domain"
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Fiber, Stream } from "effect"
+import { Bus } from "../src/Bus.js"
+
+const sessionID = "ses_dddddddddddddddddddddddddd" as SessionID
+const delta = (index: number, text = "x"): BusEvent => ({
+  type: "message.part.delta",
+  properties: {
+    sessionID,
+    messageID: "msg_dddddddddddddddddddddddddd" as never,
+    partID: "prt_dddddddddddddddddddddddddd" as never,
+    field: "text",
+    delta: `${text}${index}`
+  }
+})
+
+describe("Bus", () => {
+  it.scoped("a subscriber created before a burst of 10 000 events sees them all, in order", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      const events = yield* bus.subscribe()
+      for (let index = 0; index < 10_000; index++) yield* bus.publish(delta(index))
+      const seen = Chunk.toArray(yield* Stream.runCollect(Stream.take(events, 10_000)))
+      expect(seen.map((event) => event.type === "message.part.delta" && event.properties.delta)).toEqual(
+        Array.from({ length: 10_000 }, (_, index) => `x${index}`)
+      )
+      expect(yield* bus.dropped()).toBe(0)
+    }).pipe(Effect.provide(Bus.layer)))
+
+  it.scoped("filters by type and stops delivering when the subscriber's scope closes", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      const todos = yield* bus.subscribe({ types: ["todo.updated"] })
+      const consumer = yield* Effect.fork(Stream.runCollect(Stream.take(todos, 1)))
+      yield* bus.publish(delta(1))
+      yield* bus.publish({ type: "todo.updated", properties: { sessionID, todos: [] } })
+      const [only] = Chunk.toArray(yield* Fiber.join(consumer))
+      expect(only!.type).toBe("todo.updated")
+      // a finished subscription costs nothing
+      yield* Effect.scoped(bus.subscribe())
+      for (let index = 0; index < 100; index++) yield* bus.publish(delta(index))
+      expect(yield* bus.dropped()).toBe(0)
+    }).pipe(Effect.provide(Bus.layer)))
+
+  it.scoped("a stalled subscriber neither blocks publishers nor holds more than its capacity", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      yield* bus.subscribe({ capacity: 1000 }) // never read
+      const live = yield* bus.subscribe()
+      const payload = "y".repeat(1024)
+      const before = process.memoryUsage().heapUsed
+      for (let index = 0; index < 200_000; index++) {
+        yield* bus.publish(delta(index, payload))
+        if (index % 1000 === 999) yield* Stream.runDrain(Stream.take(live, 1000)) // the healthy reader keeps up
+      }
+      const grown = process.memoryUsage().heapUsed - before
+      expect(yield* bus.dropped()).toBe(199_000)
+      // 200 000 events of 1 KB would be ~200 MB if the stalled queue kept them all
+      expect(grown).toBeLessThan(100 * 1024 * 1024)
+    }).pipe(Effect.provide(Bus.layer)), 60_000)
+})
