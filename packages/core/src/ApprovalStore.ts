@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { withBusyRetry } from "./Database.js"
+import { filename as databaseFile, withBusyRetry } from "./Database.js"
 import { Instance } from "./Instance.js"
 
 /**
@@ -18,11 +18,11 @@ export class ApprovalStore extends Context.Tag("@agent/core/ApprovalStore")<
   }
 >() {
   /** The `permission_approval` table of the runtime's database. */
-  static readonly layerSql: Layer.Layer<ApprovalStore, never, SqlClient.SqlClient> = Layer.effect(
+  static readonly layerSql: Layer.Layer<ApprovalStore, never, SqlClient.SqlClient | Instance> = Layer.effect(
     ApprovalStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const run = withBusyRetry("the agent database")
+      const run = withBusyRetry(databaseFile(yield* Instance))
       const decode = Schema.decodeUnknownSync(PermissionRuleset)
       return {
         load: (projectID) =>

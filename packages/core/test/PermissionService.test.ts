@@ -15,6 +15,9 @@ import * as Permission from "../src/Permission.js"
 import { PermissionPolicy } from "../src/PermissionPolicy.js"
 import { PermissionService } from "../src/PermissionService.js"
 import { TestInstance } from "@agent/testing"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { makeAppLayer } from "../src/AppLayer.js"
 
 const sessionA = "ses_aaaaaaaaaaaaaaaaaaaaaaaaaa" as SessionID
 const sessionB = "ses_bbbbbbbbbbbbbbbbbbbbbbbbbb" as SessionID
@@ -173,6 +176,30 @@ describe("PermissionService.ask", () => {
 })
 
 describe("approvals persist per project", () => {
+  it.live("an always answer is stored in the database and survives a restart of the whole runtime", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const app = makeAppLayer({ instance: Layer.succeed(Instance, box.instance) })
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          const permissions = yield* PermissionService
+          const fiber = yield* Effect.fork(bash(sessionA, "cargo build --release"))
+          const [request] = yield* waitForPending(1)
+          yield* permissions.reply({ requestID: request!.id, reply: "always" })
+          yield* Fiber.join(fiber)
+        }).pipe(Effect.provide(app))
+      )
+      expect(fs.existsSync(path.join(box.instance.paths.data, "agent.db"))).toBe(true)
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          yield* bash(sessionB, "cargo build")
+          const approvals = yield* (yield* PermissionService).approvals()
+          expect(Permission.strip(approvals)).toEqual([{ permission: "bash", pattern: "cargo *", action: "allow" }])
+        }).pipe(Effect.provide(app))
+      )
+    }).pipe(Effect.scoped))
+
+
   it.live("an always answer survives a restart", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox()

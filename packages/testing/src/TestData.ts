@@ -1,5 +1,5 @@
 import { Identifier } from "@agent/core"
-import type { AssistantMessage, MessageID, Part, PartID, SessionID, ToolPart, UserMessage } from "@agent/domain"
+import type { AssistantMessage, MessageID, PartID, SessionID, TextPart, ToolPart, UserMessage } from "@agent/domain"
 
 /** Builders for messages and parts with valid ids, for tests that need realistic history. */
 
@@ -36,7 +36,7 @@ export const assistantMessage = (
   ...overrides
 })
 
-export const textPart = (message: { id: MessageID; sessionID: SessionID }, text: string, done = true): Part => ({
+export const textPart = (message: { id: MessageID; sessionID: SessionID }, text: string, done = true): TextPart => ({
   id: partID(),
   sessionID: message.sessionID,
   messageID: message.id,

@@ -1,8 +1,8 @@
-import { MessageNotFound, type SessionID, SessionImportError, SessionNotFound, type TokenUsage } from "@agent/domain"
+import { type MessageID, MessageNotFound, type SessionID, SessionImportError, SessionNotFound, type TokenUsage } from "@agent/domain"
 import { TestData, TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Chunk, Effect, Layer, Stream } from "effect"
+import { Chunk, Effect, Layer, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import { Bus } from "../../src/Bus.js"
 import * as Database from "../../src/Database.js"
@@ -17,7 +17,7 @@ const storeLayer = (box: TestInstance.Sandbox, file = box.path("home/agent.db"))
   )
 
 const withStore = <A, E>(
-  body: (store: SessionStore["Type"], sql: SqlClient.SqlClient) => Effect.Effect<A, E, Bus>,
+  body: (store: SessionStore["Type"], sql: SqlClient.SqlClient) => Effect.Effect<A, E, Bus | Scope.Scope>,
   file?: string
 ) =>
   Effect.gen(function*() {
@@ -118,7 +118,7 @@ describe("sessions", () => {
     withStore((store) =>
       Effect.gen(function*() {
         const source = yield* store.create({ title: "Refactor", agent: "plan" })
-        const ids = []
+        const ids: Array<MessageID> = []
         for (let turn = 0; turn < 3; turn++) {
           const user = TestData.userMessage(source.id)
           const reply = TestData.assistantMessage(source.id, user.id)
@@ -173,7 +173,7 @@ describe("messages and parts", () => {
     withStore((store) =>
       Effect.gen(function*() {
         const session = yield* store.create()
-        const ids = []
+        const ids: Array<MessageID> = []
         for (let index = 0; index < 25; index++) {
           const user = TestData.userMessage(session.id)
           yield* store.upsertMessage(user)
