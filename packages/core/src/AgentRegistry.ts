@@ -186,6 +186,7 @@ export const makeAgentRegistry = (
           user
         ),
         options: {},
+        ...(config.limits ? { limits: config.limits } : {}),
         ...(builtIn.description ? { description: builtIn.description } : {}),
         ...(builtIn.hidden ? { hidden: true } : {}),
         ...(builtIn.prompt ? { prompt: builtIn.prompt } : {}),
@@ -201,7 +202,14 @@ export const makeAgentRegistry = (
     }
     const base =
       agents.get(name) ??
-      new Agent({ name, mode: "all", native: false, permission: Permission.merge(defaults, user), options: {} })
+      new Agent({
+        name,
+        mode: "all",
+        native: false,
+        permission: Permission.merge(defaults, user),
+        options: {},
+        ...(config.limits ? { limits: config.limits } : {})
+      })
     const model = entry.model === undefined ? undefined : parseModelRef(entry.model)
     const source = info.origin(["agent", name])?.file
     const permissionConfig = agentPermissionConfig(entry)
@@ -227,6 +235,7 @@ export const makeAgentRegistry = (
         ...(entry.color !== undefined ? { color: entry.color } : {}),
         ...(entry.hidden !== undefined ? { hidden: entry.hidden } : {}),
         ...((entry.steps ?? entry.maxSteps) !== undefined ? { steps: (entry.steps ?? entry.maxSteps)! } : {}),
+        ...(entry.limits ? { limits: { ...base.limits, ...entry.limits } } : {}),
         ...(source ? { source } : {})
       })
     )

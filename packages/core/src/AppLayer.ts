@@ -8,8 +8,15 @@ import { ConfigService } from "./ConfigService.js"
 import * as Database from "./Database.js"
 import { Instance } from "./Instance.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
+import { InstructionLoader } from "./Instructions.js"
+import { LLMService } from "./LLMService.js"
 import { PermissionService } from "./PermissionService.js"
+import { ProviderRegistry } from "./ProviderRegistry.js"
+import { SessionLoop } from "./SessionLoop.js"
 import { SessionStore } from "./SessionStore.js"
+import type { Tool } from "./Tool.js"
+import { ToolRegistry } from "./ToolRegistry.js"
+import { Truncation } from "./Truncate.js"
 
 export interface AppLayerOptions<PolicyError = never> {
   /** Which directory, home and env the runtime sees (default: the process's). */
@@ -20,6 +27,10 @@ export interface AppLayerOptions<PolicyError = never> {
   readonly database?: Layer.Layer<SqlClient.SqlClient, never, Instance>
   /** Where "always" approvals are kept (default: the database). */
   readonly approvals?: Layer.Layer<ApprovalStore, never, Instance | SqlClient.SqlClient>
+  /** The model providers (default: from config and the environment; tests use `FakeLLM`). */
+  readonly providers?: Layer.Layer<ProviderRegistry, never, ConfigService | Instance>
+  /** Tools offered besides the built-in ones. */
+  readonly tools?: ReadonlyArray<Tool>
 }
 
 export type AppServices =
@@ -32,6 +43,12 @@ export type AppServices =
   | AgentRegistry
   | PermissionService
   | SessionStore
+  | ProviderRegistry
+  | LLMService
+  | ToolRegistry
+  | Truncation
+  | InstructionLoader
+  | SessionLoop
 
 /**
  * The one composition root: the CLI, the server and the tests all build their runtime
@@ -48,7 +65,13 @@ export const makeAppLayer = <PolicyError = never>(
     options.approvals ?? ApprovalStore.layerSql,
     options.policy ?? PermissionPolicy.layer,
     AgentRegistry.layer,
-    SessionStore.layer
+    SessionStore.layer,
+    options.providers ?? ProviderRegistry.layer,
+    LLMService.layer,
+    ToolRegistry.make(options.tools ?? []),
+    Truncation.layer,
+    InstructionLoader.layer
   ).pipe(Layer.provideMerge(configured))
-  return PermissionService.layer.pipe(Layer.provideMerge(services))
+  const permissions = PermissionService.layer.pipe(Layer.provideMerge(services))
+  return SessionLoop.layer.pipe(Layer.provideMerge(permissions))
 }

@@ -32,6 +32,15 @@ export class Agent extends Schema.Class<Agent>("Agent")({
   prompt: Schema.optional(Schema.String),
   options: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   steps: Schema.optional(Schema.Number),
+  /** Run guards (wall clock, stall, tokens, cost), from config `limits` and `agent.<name>.limits`. */
+  limits: Schema.optional(
+    Schema.Struct({
+      duration: Schema.optional(Schema.Number),
+      stall: Schema.optional(Schema.Number),
+      tokens: Schema.optional(Schema.Number),
+      cost: Schema.optional(Schema.Number)
+    })
+  ),
   /** The file that defined or last changed this agent, when it came from configuration. */
   source: Schema.optional(Schema.String)
 }) {}

@@ -10,6 +10,22 @@ export const AgentColor = Schema.Union(
   Schema.Literal("primary", "secondary", "accent", "success", "warning", "error", "info")
 )
 
+/**
+ * Guards for one run (this runtime's addition): stop when a run has taken too long, has
+ * produced nothing new for too long, or has spent too much.
+ */
+export const RunLimits = Schema.Struct({
+  /** Wall-clock seconds for a whole run. */
+  duration: Schema.optional(PositiveInt),
+  /** Seconds without a new part (waiting for a permission answer does not count). */
+  stall: Schema.optional(PositiveInt),
+  /** Tokens (input + output + reasoning + cache) per run. */
+  tokens: Schema.optional(PositiveInt),
+  /** USD per run. */
+  cost: Schema.optional(Schema.Number.pipe(Schema.positive()))
+})
+export type RunLimits = typeof RunLimits.Type
+
 /** One entry of `agent.<name>` (and legacy `mode.<name>`), or a markdown agent's front matter. */
 export const AgentConfig = Schema.Struct({
   name: Schema.optional(Schema.String),
@@ -29,7 +45,8 @@ export const AgentConfig = Schema.Struct({
   steps: Schema.optional(PositiveInt),
   /** Deprecated alias of `steps`. */
   maxSteps: Schema.optional(PositiveInt),
-  permission: Schema.optional(PermissionConfig)
+  permission: Schema.optional(PermissionConfig),
+  limits: Schema.optional(RunLimits)
 })
 export type AgentConfig = typeof AgentConfig.Type
 
@@ -191,6 +208,10 @@ export const Config = Schema.Struct({
   experimental: Schema.optional(ExperimentalConfig),
   server: Schema.optional(ServerConfig),
   subagent_depth: Schema.optional(NonNegativeInt),
+  /** Run guards for every agent; `agent.<name>.limits` overrides them per key. */
+  limits: Schema.optional(RunLimits),
+  /** Retries of rate-limited or overloaded provider calls (default 10 attempts). */
+  retry: Schema.optional(Schema.Struct({ attempts: Schema.optional(NonNegativeInt) })),
   share: Schema.optional(Schema.Literal("manual", "auto", "disabled"))
 })
 export type Config = typeof Config.Type

@@ -1,2 +1,7 @@
+export * as Cassette from "./Cassette.js"
+export * as FakeLLM from "./FakeLLM.js"
+export * as MockOpenAIServer from "./MockOpenAIServer.js"
+export * as Script from "./Script.js"
+export * from "./ScriptedModel.js"
 export * as TestData from "./TestData.js"
 export * as TestInstance from "./TestInstance.js"

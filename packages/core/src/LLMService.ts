@@ -1,0 +1,281 @@
+import type { FinishReason, TokenUsage } from "@agent/domain"
+import { APICallError } from "@ai-sdk/provider"
+import { jsonSchema, type ModelMessage, streamText, tool, type ToolSet } from "ai"
+import { Context, Effect, Layer, Schema, Stream } from "effect"
+import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
+
+/** A tool as the model sees it. */
+export interface ToolSpec {
+  readonly id: string
+  readonly description: string
+  readonly parameters: Record<string, unknown>
+}
+
+export interface LLMRequest {
+  readonly model: ResolvedModel
+  readonly system: ReadonlyArray<string>
+  readonly messages: ReadonlyArray<ModelMessage>
+  readonly tools: ReadonlyArray<ToolSpec>
+  readonly toolChoice?: "auto" | "required" | "none"
+  readonly temperature?: number
+  readonly topP?: number
+  readonly maxOutputTokens?: number
+  readonly abortSignal?: AbortSignal
+}
+
+/** The stream of one model step, reduced to what the session processor needs. */
+export type LLMEvent =
+  | { readonly type: "text-start"; readonly id: string }
+  | { readonly type: "text-delta"; readonly id: string; readonly text: string }
+  | { readonly type: "text-end"; readonly id: string }
+  | { readonly type: "reasoning-start"; readonly id: string }
+  | { readonly type: "reasoning-delta"; readonly id: string; readonly text: string }
+  | { readonly type: "reasoning-end"; readonly id: string }
+  | { readonly type: "tool-input-start"; readonly id: string; readonly toolName: string }
+  | { readonly type: "tool-input-delta"; readonly id: string; readonly delta: string }
+  | { readonly type: "tool-call"; readonly toolCallId: string; readonly toolName: string; readonly input: unknown }
+  | {
+    readonly type: "finish-step"
+    readonly finishReason: FinishReason
+    readonly usage: TokenUsage
+    readonly cost: number
+  }
+
+/** A failed model call, classified for the retry and compaction logic. */
+export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", {
+  providerID: Schema.String,
+  modelID: Schema.String,
+  detail: Schema.String,
+  statusCode: Schema.optional(Schema.Number),
+  retryable: Schema.Boolean,
+  /** Delay the provider asked for, from `retry-after-ms` / `retry-after`. */
+  retryAfterMs: Schema.optional(Schema.Number),
+  /** The prompt no longer fits the model's context window: compact, never retry. */
+  contextOverflow: Schema.Boolean
+}) {
+  override get message() {
+    const status = this.statusCode ? ` (HTTP ${this.statusCode})` : ""
+    return `${this.providerID}/${this.modelID}${status}: ${this.detail}`
+  }
+}
+
+/** The name of the tool that receives unknown or malformed calls (never offered to the model). */
+export const INVALID_TOOL = "invalid"
+
+export class LLMService extends Context.Tag("@agent/core/LLMService")<
+  LLMService,
+  { readonly stream: (request: LLMRequest) => Stream.Stream<LLMEvent, ProviderError> }
+>() {
+  /** `streamText` of the ai SDK, one step per call, no SDK retries (the loop retries). */
+  static readonly layer: Layer.Layer<LLMService> = Layer.succeed(LLMService, {
+    stream: (request) => streamStep(request)
+  })
+}
+
+// --- usage and cost --------------------------------------------------------------------------
+
+interface SdkUsage {
+  readonly inputTokens: number | undefined
+  readonly inputTokenDetails?: {
+    readonly noCacheTokens: number | undefined
+    readonly cacheReadTokens: number | undefined
+    readonly cacheWriteTokens: number | undefined
+  }
+  readonly outputTokens: number | undefined
+  readonly outputTokenDetails?: { readonly reasoningTokens: number | undefined }
+  readonly totalTokens: number | undefined
+}
+
+/** OpenCode's accounting: input excludes cached tokens, output excludes reasoning. */
+export const toTokenUsage = (usage: SdkUsage): TokenUsage => {
+  const cacheRead = usage.inputTokenDetails?.cacheReadTokens ?? 0
+  const cacheWrite = usage.inputTokenDetails?.cacheWriteTokens ?? 0
+  const reasoning = usage.outputTokenDetails?.reasoningTokens ?? 0
+  const inputTotal = usage.inputTokens ?? 0
+  const input = usage.inputTokenDetails?.noCacheTokens ?? Math.max(0, inputTotal - cacheRead - cacheWrite)
+  const output = Math.max(0, (usage.outputTokens ?? 0) - reasoning)
+  return {
+    input,
+    output,
+    reasoning,
+    cache: { read: cacheRead, write: cacheWrite },
+    total: usage.totalTokens ?? input + output + reasoning + cacheRead + cacheWrite
+  }
+}
+
+/** USD for one step; reasoning is billed at the output rate. */
+export const costOf = (info: ModelInfo, usage: TokenUsage): number => {
+  const price = info.cost
+  if (!price) return 0
+  return (
+    (usage.input * price.input +
+      (usage.output + usage.reasoning) * price.output +
+      usage.cache.read * (price.cacheRead ?? price.input) +
+      usage.cache.write * (price.cacheWrite ?? price.input)) /
+    1_000_000
+  )
+}
+
+// --- errors ----------------------------------------------------------------------------------
+
+const OVERFLOW_PATTERNS = [
+  /maximum context length/i,
+  /context[_ ]length[_ ]exceeded/i,
+  /prompt is too long/i,
+  /input is too long/i,
+  /exceeds? the context window/i,
+  /context window (?:is )?exceeded/i,
+  /too many tokens/i,
+  /request too large/i
+]
+const RATE_LIMIT_PATTERNS = [/rate increased too quickly/i, /rate limit/i, /too many requests/i]
+
+const retryAfterMs = (headers: Record<string, string> | undefined, now = Date.now()): number | undefined => {
+  if (!headers) return undefined
+  const lower = Object.fromEntries(Object.entries(headers).map(([key, value]) => [key.toLowerCase(), value]))
+  const ms = Number(lower["retry-after-ms"])
+  if (lower["retry-after-ms"] !== undefined && Number.isFinite(ms)) return Math.max(0, ms)
+  const after = lower["retry-after"]
+  if (after === undefined) return undefined
+  const seconds = Number(after)
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
+  const date = Date.parse(after)
+  return Number.isFinite(date) ? Math.max(0, date - now) : undefined
+}
+
+/** Whether a JSON error body says "rate limited" or "temporarily unavailable". */
+const bodySaysRetry = (body: string | undefined): boolean => {
+  if (!body) return false
+  try {
+    const parsed = JSON.parse(body) as { type?: string; code?: unknown; error?: { type?: string; code?: unknown } }
+    if (parsed.type === "error" && parsed.error?.type === "too_many_requests") return true
+    const codes = [parsed.code, parsed.error?.code].filter((code): code is string => typeof code === "string")
+    return codes.some((code) => /exhausted|unavailable|rate_limit/i.test(code))
+  } catch {
+    return false
+  }
+}
+
+export const classifyError = (info: ModelInfo, error: unknown): ProviderError => {
+  const base = { providerID: info.providerID, modelID: info.modelID }
+  if (error instanceof ProviderError) return error
+  const text = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error)
+  if (APICallError.isInstance(error)) {
+    const body = error.responseBody
+    const overflow = OVERFLOW_PATTERNS.some((pattern) => pattern.test(text) || (body !== undefined && pattern.test(body)))
+    const retryable = !overflow &&
+      (error.isRetryable || (error.statusCode ?? 0) >= 500 || error.statusCode === 429 ||
+        RATE_LIMIT_PATTERNS.some((pattern) => pattern.test(text)) || bodySaysRetry(body))
+    const after = retryAfterMs(error.responseHeaders)
+    return new ProviderError({
+      ...base,
+      detail: text,
+      retryable,
+      contextOverflow: overflow,
+      ...(error.statusCode !== undefined ? { statusCode: error.statusCode } : {}),
+      ...(after !== undefined ? { retryAfterMs: after } : {})
+    })
+  }
+  const overflow = OVERFLOW_PATTERNS.some((pattern) => pattern.test(text))
+  return new ProviderError({
+    ...base,
+    detail: text,
+    retryable: !overflow && (RATE_LIMIT_PATTERNS.some((pattern) => pattern.test(text)) || bodySaysRetry(text)),
+    contextOverflow: overflow
+  })
+}
+
+// --- streaming -------------------------------------------------------------------------------
+
+const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError> => {
+  const info = request.model.info
+  const toolNames = new Set(request.tools.map((spec) => spec.id))
+  const tools: ToolSet = {}
+  for (const spec of request.tools) {
+    tools[spec.id] = tool({ description: spec.description, inputSchema: jsonSchema(spec.parameters as never) })
+  }
+  // Reachable only through repair: unknown or malformed calls land here with the reason.
+  tools[INVALID_TOOL] = tool({
+    description: "Receives tool calls that could not be understood.",
+    inputSchema: jsonSchema({ type: "object", properties: { tool: { type: "string" }, error: { type: "string" } } })
+  })
+
+  return Stream.unwrapScoped(
+    Effect.gen(function*() {
+      const controller = new AbortController()
+      const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
+      request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          request.abortSignal?.removeEventListener("abort", onOuterAbort)
+          controller.abort()
+        })
+      )
+      const result = streamText({
+        model: request.model.language,
+        system: request.system.join("\n\n"),
+        messages: [...request.messages],
+        tools,
+        activeTools: [...toolNames],
+        maxRetries: 0,
+        abortSignal: controller.signal,
+        ...(request.toolChoice ? { toolChoice: request.toolChoice } : {}),
+        ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+        ...(request.topP !== undefined ? { topP: request.topP } : {}),
+        ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {}),
+        // Errors arrive as `error` parts of the stream; do not let the SDK log them too.
+        onError: () => {},
+        experimental_repairToolCall: async ({ error, toolCall }) => {
+          const lower = toolCall.toolName.toLowerCase()
+          if (lower !== toolCall.toolName && toolNames.has(lower)) return { ...toolCall, toolName: lower }
+          return {
+            ...toolCall,
+            toolName: INVALID_TOOL,
+            input: JSON.stringify({ tool: toolCall.toolName, error: error.message })
+          }
+        }
+      })
+      return Stream.fromAsyncIterable(result.fullStream, (error) => classifyError(info, error)).pipe(
+        Stream.mapEffect((part): Effect.Effect<LLMEvent | undefined, ProviderError> => {
+          switch (part.type) {
+            case "text-start":
+            case "text-end":
+            case "reasoning-start":
+            case "reasoning-end":
+              return Effect.succeed({ type: part.type, id: part.id })
+            case "text-delta":
+            case "reasoning-delta":
+              return Effect.succeed({ type: part.type, id: part.id, text: part.text })
+            case "tool-input-start":
+              return Effect.succeed({ type: "tool-input-start", id: part.id, toolName: part.toolName })
+            case "tool-input-delta":
+              return Effect.succeed({ type: "tool-input-delta", id: part.id, delta: part.delta })
+            case "tool-call":
+              return Effect.succeed({
+                type: "tool-call",
+                toolCallId: part.toolCallId,
+                toolName: part.toolName,
+                input: part.input
+              })
+            case "finish-step": {
+              const usage = toTokenUsage(part.usage)
+              return Effect.succeed({
+                type: "finish-step",
+                finishReason: part.finishReason,
+                usage,
+                cost: costOf(info, usage)
+              })
+            }
+            case "error":
+              return Effect.fail(classifyError(info, part.error))
+            case "abort":
+              return Effect.interrupt
+            default:
+              return Effect.succeed(undefined)
+          }
+        }),
+        Stream.filter((event): event is LLMEvent => event !== undefined)
+      )
+    })
+  )
+}

@@ -1,0 +1,221 @@
+import { type ModelRef, parseModelRef } from "@agent/domain"
+import { createAnthropic } from "@ai-sdk/anthropic"
+import { createOpenAI } from "@ai-sdk/openai"
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
+import type { LanguageModelV3 } from "@ai-sdk/provider"
+import { Context, Effect, Layer, Schema } from "effect"
+import { ConfigService } from "./ConfigService.js"
+import { Instance } from "./Instance.js"
+
+/** What the runtime knows about a model: limits for overflow checks, prices for cost. */
+export interface ModelInfo {
+  readonly providerID: string
+  readonly modelID: string
+  readonly name: string
+  readonly limit: {
+    readonly context: number
+    readonly input?: number
+    readonly output: number
+  }
+  /** USD per million tokens. */
+  readonly cost?: {
+    readonly input: number
+    readonly output: number
+    readonly cacheRead?: number
+    readonly cacheWrite?: number
+  }
+}
+
+export interface ResolvedModel {
+  readonly info: ModelInfo
+  /** The ai SDK language model that `streamText` drives. */
+  readonly language: LanguageModelV3
+}
+
+/** No model could be chosen or built: says what to configure. */
+export class ModelNotConfigured extends Schema.TaggedError<ModelNotConfigured>()("ModelNotConfigured", {
+  model: Schema.optional(Schema.String),
+  detail: Schema.String
+}) {
+  override get message() {
+    const what = this.model ? `Model "${this.model}" is not usable: ${this.detail}` : this.detail
+    return `${what}\n${CONFIGURE_HINT}`
+  }
+}
+
+const CONFIGURE_HINT = [
+  "Configure a model in agent.json (or opencode.json), for example:",
+  '  { "model": "anthropic/claude-sonnet-4-5" }  with ANTHROPIC_API_KEY set',
+  '  { "model": "openai/gpt-5" }                 with OPENAI_API_KEY set',
+  "or a local OpenAI-compatible server (ollama, vLLM, LM Studio):",
+  '  { "provider": { "ollama": { "npm": "@ai-sdk/openai-compatible",',
+  '      "options": { "baseURL": "http://localhost:11434/v1" }, "models": { "qwen3-coder": {} } } },',
+  '    "model": "ollama/qwen3-coder" }'
+].join("\n")
+
+/**
+ * Resolves `provider/model` references to ai SDK language models. The live layer builds
+ * providers from config; tests replace this one node with a scripted model.
+ */
+export class ProviderRegistry extends Context.Tag("@agent/core/ProviderRegistry")<
+  ProviderRegistry,
+  {
+    readonly resolve: (ref: ModelRef) => Effect.Effect<ResolvedModel, ModelNotConfigured>
+    /** `model` from config, else the first built-in provider with a key. */
+    readonly defaultModel: () => Effect.Effect<ModelRef, ModelNotConfigured>
+    /** `small_model` from config, if any (title generation falls back to the session's model). */
+    readonly smallModel: () => Effect.Effect<ModelRef | undefined>
+  }
+>() {
+  /** Providers from config plus the built-in `anthropic` and `openai`, keys from the environment. */
+  static get layer(): Layer.Layer<ProviderRegistry, never, ConfigService | Instance> {
+    return layer
+  }
+}
+
+// --- live layer ------------------------------------------------------------------------------
+
+/** Limits and prices (USD per 1M tokens) of well-known models; config overrides them. */
+const KNOWN_MODELS: ReadonlyArray<{ readonly match: RegExp; readonly limit: ModelInfo["limit"]; readonly cost?: ModelInfo["cost"] }> = [
+  { match: /claude-opus-4/, limit: { context: 200_000, output: 32_000 }, cost: { input: 15, output: 75, cacheRead: 1.5, cacheWrite: 18.75 } },
+  { match: /claude-sonnet-4|claude-3-7-sonnet/, limit: { context: 200_000, output: 64_000 }, cost: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } },
+  { match: /claude-haiku-4/, limit: { context: 200_000, output: 64_000 }, cost: { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25 } },
+  { match: /claude/, limit: { context: 200_000, output: 8_192 } },
+  { match: /gpt-5.*mini/, limit: { context: 400_000, output: 128_000 }, cost: { input: 0.25, output: 2, cacheRead: 0.025 } },
+  { match: /gpt-5.*nano/, limit: { context: 400_000, output: 128_000 }, cost: { input: 0.05, output: 0.4, cacheRead: 0.005 } },
+  { match: /gpt-5/, limit: { context: 400_000, output: 128_000 }, cost: { input: 1.25, output: 10, cacheRead: 0.125 } },
+  { match: /gpt-4\.1/, limit: { context: 1_047_576, output: 32_768 }, cost: { input: 2, output: 8, cacheRead: 0.5 } },
+  { match: /gpt-4o/, limit: { context: 128_000, output: 16_384 }, cost: { input: 2.5, output: 10, cacheRead: 1.25 } },
+  { match: /^o[134]/, limit: { context: 200_000, output: 100_000 } }
+]
+const DEFAULT_LIMIT: ModelInfo["limit"] = { context: 128_000, output: 16_384 }
+
+const BUNDLED_PACKAGES = ["@ai-sdk/anthropic", "@ai-sdk/openai", "@ai-sdk/openai-compatible"] as const
+type BundledPackage = (typeof BUNDLED_PACKAGES)[number]
+
+const BUILT_IN: Record<string, { readonly npm: BundledPackage; readonly env: string; readonly name: string; readonly defaultModel: string }> = {
+  anthropic: { npm: "@ai-sdk/anthropic", env: "ANTHROPIC_API_KEY", name: "Anthropic", defaultModel: "claude-sonnet-4-5" },
+  openai: { npm: "@ai-sdk/openai", env: "OPENAI_API_KEY", name: "OpenAI", defaultModel: "gpt-5" }
+}
+
+export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instance> = Layer.effect(
+  ProviderRegistry,
+  Effect.gen(function*() {
+    const config = yield* (yield* ConfigService).get()
+    const instance = yield* Instance
+    const env = instance.env
+    const languageModels = new Map<string, LanguageModelV3>()
+
+    const providerConfig = (providerID: string) => config.provider?.[providerID]
+
+    const apiKeyOf = (providerID: string): string | undefined => {
+      const configured = providerConfig(providerID)
+      if (configured?.options?.apiKey) return configured.options.apiKey
+      for (const name of configured?.env ?? []) if (env[name]) return env[name]
+      const builtIn = BUILT_IN[providerID]
+      return builtIn ? env[builtIn.env] || undefined : undefined
+    }
+
+    const infoOf = (ref: ModelRef): ModelInfo => {
+      const configured = providerConfig(ref.providerID)?.models?.[ref.modelID]
+      const known = KNOWN_MODELS.find((entry) => entry.match.test(ref.modelID))
+      const cost = configured?.cost
+        ? {
+          input: configured.cost.input,
+          output: configured.cost.output,
+          ...(configured.cost.cache_read !== undefined ? { cacheRead: configured.cost.cache_read } : {}),
+          ...(configured.cost.cache_write !== undefined ? { cacheWrite: configured.cost.cache_write } : {})
+        }
+        : known?.cost
+      return {
+        providerID: ref.providerID,
+        modelID: ref.modelID,
+        name: configured?.name ?? ref.modelID,
+        limit: configured?.limit
+          ? {
+            context: configured.limit.context,
+            output: configured.limit.output,
+            ...(configured.limit.input !== undefined ? { input: configured.limit.input } : {})
+          }
+          : known?.limit ?? DEFAULT_LIMIT,
+        ...(cost ? { cost } : {})
+      }
+    }
+
+    const build = (ref: ModelRef): LanguageModelV3 | ModelNotConfigured => {
+      const label = `${ref.providerID}/${ref.modelID}`
+      const configured = providerConfig(ref.providerID)
+      const builtIn = BUILT_IN[ref.providerID]
+      if (!configured && !builtIn) {
+        return new ModelNotConfigured({ model: label, detail: `no provider "${ref.providerID}" is configured` })
+      }
+      const npm = configured?.npm ?? builtIn?.npm ?? "@ai-sdk/openai-compatible"
+      if (!(BUNDLED_PACKAGES as ReadonlyArray<string>).includes(npm)) {
+        return new ModelNotConfigured({
+          model: label,
+          detail: `provider "${ref.providerID}" uses package "${npm}", which is not bundled (use one of ${BUNDLED_PACKAGES.join(", ")})`
+        })
+      }
+      const apiKey = apiKeyOf(ref.providerID)
+      const baseURL = configured?.options?.baseURL
+      const headers = configured?.options?.headers
+      const modelID = configured?.models?.[ref.modelID]?.id ?? ref.modelID
+      const common = { ...(baseURL ? { baseURL } : {}), ...(headers ? { headers } : {}) }
+      switch (npm as BundledPackage) {
+        case "@ai-sdk/anthropic":
+          if (!apiKey) return missingKey(label, ref.providerID, builtIn?.env)
+          return createAnthropic({ ...common, apiKey }).languageModel(modelID)
+        case "@ai-sdk/openai":
+          if (!apiKey) return missingKey(label, ref.providerID, builtIn?.env)
+          return createOpenAI({ ...common, apiKey }).languageModel(modelID)
+        case "@ai-sdk/openai-compatible":
+          if (!baseURL) {
+            return new ModelNotConfigured({ model: label, detail: `provider "${ref.providerID}" needs options.baseURL` })
+          }
+          return createOpenAICompatible({
+            name: ref.providerID,
+            baseURL,
+            includeUsage: true,
+            ...(apiKey ? { apiKey } : {}),
+            ...(headers ? { headers } : {})
+          }).chatModel(modelID)
+      }
+    }
+
+    const resolve = Effect.fn("ProviderRegistry.resolve")(function*(ref: ModelRef) {
+      const key = `${ref.providerID}/${ref.modelID}`
+      let language = languageModels.get(key)
+      if (!language) {
+        const built = build(ref)
+        if (built instanceof ModelNotConfigured) return yield* built
+        language = built
+        languageModels.set(key, language)
+      }
+      return { info: infoOf(ref), language }
+    })
+
+    const defaultModel = Effect.fn("ProviderRegistry.defaultModel")(function*() {
+      if (config.model) {
+        const ref = parseModelRef(config.model)
+        if (!ref) return yield* new ModelNotConfigured({ model: config.model, detail: 'expected "provider/model"' })
+        return ref
+      }
+      for (const [providerID, builtIn] of Object.entries(BUILT_IN)) {
+        if (apiKeyOf(providerID)) return { providerID, modelID: builtIn.defaultModel }
+      }
+      return yield* new ModelNotConfigured({ detail: "No model is configured and no ANTHROPIC_API_KEY or OPENAI_API_KEY is set." })
+    })
+
+    return {
+      resolve,
+      defaultModel,
+      smallModel: () => Effect.succeed(config.small_model ? parseModelRef(config.small_model) : undefined)
+    }
+  })
+)
+
+const missingKey = (label: string, providerID: string, envName: string | undefined) =>
+  new ModelNotConfigured({
+    model: label,
+    detail: `no API key for provider "${providerID}"${envName ? `: set ${envName}` : ""} or provider.${providerID}.options.apiKey`
+  })

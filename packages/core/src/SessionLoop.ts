@@ -1,0 +1,944 @@
+import {
+  type Agent,
+  type AgentNotFound,
+  type AssistantMessage,
+  type FinishReason,
+  type MessageError,
+  type MessageID,
+  type MessageWithParts,
+  type ModelRef,
+  type Part,
+  type PartID,
+  RejectedError,
+  type SessionID,
+  type SessionNotFound,
+  type SessionStatus,
+  type TokenUsage,
+  type ToolPart,
+  type UserMessage
+} from "@agent/domain"
+import type { ModelMessage } from "ai"
+import {
+  Cause,
+  Context,
+  Data,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  FiberSet,
+  Layer,
+  Option,
+  Stream
+} from "effect"
+import { AgentRegistry } from "./AgentRegistry.js"
+import { ConfigService } from "./ConfigService.js"
+import { Bus } from "./Bus.js"
+import * as Identifier from "./Identifier.js"
+import { Instance } from "./Instance.js"
+import { InstructionLoader } from "./Instructions.js"
+import { INVALID_TOOL, type LLMEvent, LLMService, ProviderError } from "./LLMService.js"
+import { type LiveMessage, ModelMessageCache } from "./MessageConversion.js"
+import * as Permission from "./Permission.js"
+import { PermissionService } from "./PermissionService.js"
+import * as Prompts from "./Prompts.js"
+import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "./ProviderRegistry.js"
+import { SessionStore } from "./SessionStore.js"
+import * as SystemPrompt from "./SystemPrompt.js"
+import * as Tool from "./Tool.js"
+import { ToolRegistry } from "./ToolRegistry.js"
+import { Truncation } from "./Truncate.js"
+
+// --- inputs and outcomes -----------------------------------------------------------------
+
+export type PromptPartInput =
+  | { readonly type: "text"; readonly text: string; readonly synthetic?: boolean }
+  | { readonly type: "file"; readonly mime: string; readonly url: string; readonly filename?: string }
+  | { readonly type: "agent"; readonly name: string }
+  | {
+    readonly type: "subtask"
+    readonly prompt: string
+    readonly description: string
+    readonly agent: string
+    readonly model?: ModelRef
+  }
+
+export interface PromptInput {
+  readonly sessionID: SessionID
+  readonly parts: ReadonlyArray<PromptPartInput>
+  /** The agent for this message (default: the session's last, else the default agent). */
+  readonly agent?: string
+  readonly model?: ModelRef
+  /** Extra system text for this message. */
+  readonly system?: string
+  readonly messageID?: MessageID
+  /** Store the message without running the model. */
+  readonly noReply?: boolean
+  /** Legacy per-message switches: `{tool: false}` hides a tool. */
+  readonly tools?: Record<string, boolean>
+  /** Answer every permission ask of this run with "once" (deny rules still apply). */
+  readonly autoApprove?: boolean
+}
+
+/** Why a run ended. */
+export type StopReason =
+  | "completed"
+  | "rejected"
+  | "error"
+  | "aborted"
+  | "steps"
+  | "duration"
+  | "stall"
+  | "budget"
+
+export interface RunOutcome {
+  readonly reason: StopReason
+  /** The last assistant message of the run, if the model was called. */
+  readonly message?: MessageWithParts
+  /** What went wrong, for `error` and the limits. */
+  readonly error?: MessageError
+  readonly usage: { readonly cost: number; readonly tokens: number; readonly steps: number }
+}
+
+/** How a run ended, before the usage and last message are attached. */
+type Ending = Pick<RunOutcome, "reason" | "error">
+
+export type LoopError = SessionNotFound | AgentNotFound | ModelNotConfigured
+
+export interface SessionLoopShape {
+  /** Adds a user message and runs the loop until the model is done (joins a run in progress). */
+  readonly prompt: (input: PromptInput) => Effect.Effect<RunOutcome, LoopError>
+  /** Continues a session whose last run was interrupted (crash or abort). */
+  readonly resume: (sessionID: SessionID) => Effect.Effect<RunOutcome, LoopError>
+  /** Stops the session's run: tools are cancelled, their parts marked interrupted. */
+  readonly abort: (sessionID: SessionID) => Effect.Effect<void>
+  readonly status: (sessionID: SessionID) => Effect.Effect<SessionStatus>
+  readonly statuses: () => Effect.Effect<ReadonlyMap<SessionID, SessionStatus>>
+}
+
+/** Defaults that OpenCode uses; the retry cap is ours (OpenCode retries forever). */
+const DEFAULT_RETRY_ATTEMPTS = 10
+const DOOM_LOOP_THRESHOLD = 3
+const TITLE_MAX = 100
+
+const emptyUsage = (): TokenUsage => ({ input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } })
+const totalTokens = (usage: TokenUsage) =>
+  usage.input + usage.output + usage.reasoning + usage.cache.read + usage.cache.write
+
+/** The retry delay OpenCode uses: what the provider asked for, else 2 s doubling, capped at 30 s. */
+export const retryDelay = (error: ProviderError, attempt: number): number => {
+  if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, 2_147_483_647)
+  return Math.min(2000 * 2 ** (attempt - 1), 30_000)
+}
+
+const errorOf = (name: string, message: string, extra: Record<string, unknown> = {}): MessageError => ({
+  name,
+  data: { message, ...extra }
+})
+
+/** The loop's own control flow: a step ended in a way that stops the run. */
+class StopRun extends Data.TaggedError("StopRun")<{ readonly reason: StopReason; readonly error?: MessageError }> {}
+const stopRun = (reason: StopReason, error: MessageError) => new StopRun({ reason, error })
+
+interface Runner {
+  readonly fiber: Fiber.RuntimeFiber<RunOutcome, LoopError>
+  /** User messages sent while the run is going; taken in at the start of the next step. */
+  readonly incoming: Array<LiveMessage>
+  /** Set before the runner is interrupted, so cleanup can say why. */
+  stopReason: StopReason | undefined
+  stopError: MessageError | undefined
+}
+
+export class SessionLoop extends Context.Tag("@agent/core/SessionLoop")<SessionLoop, SessionLoopShape>() {
+  static readonly layer: Layer.Layer<
+    SessionLoop,
+    never,
+    | SessionStore
+    | Bus
+    | AgentRegistry
+    | ProviderRegistry
+    | LLMService
+    | ToolRegistry
+    | PermissionService
+    | Truncation
+    | InstructionLoader
+    | ConfigService
+    | Instance
+  > = Layer.scoped(SessionLoop, make())
+}
+
+function make() {
+  return Effect.gen(function*() {
+    const store = yield* SessionStore
+    const bus = yield* Bus
+    const agents = yield* AgentRegistry
+    const providers = yield* ProviderRegistry
+    const llm = yield* LLMService
+    const registry = yield* ToolRegistry
+    const permissions = yield* PermissionService
+    const truncation = yield* Truncation
+    const instructions = yield* InstructionLoader
+    const config = yield* (yield* ConfigService).get()
+    const instance = yield* Instance
+    const layerScope = yield* Effect.scope
+    const background = yield* FiberSet.make()
+
+    const runners = new Map<SessionID, Runner>()
+    const statuses = new Map<SessionID, SessionStatus>()
+    const retryAttempts = config.retry?.attempts ?? DEFAULT_RETRY_ATTEMPTS
+    const continueOnDeny = config.experimental?.continue_loop_on_deny === true
+
+    const setStatus = (sessionID: SessionID, status: SessionStatus) =>
+      Effect.gen(function*() {
+        if (status.type === "idle") statuses.delete(sessionID)
+        else statuses.set(sessionID, status)
+        yield* bus.publish({ type: "session.status", properties: { sessionID, status } })
+        if (status.type === "idle") yield* bus.publish({ type: "session.idle", properties: { sessionID } })
+      })
+
+    // --- user messages -----------------------------------------------------------------
+
+    const resolveAgent = (name: string | undefined) =>
+      name === undefined ? agents.defaultAgent().pipe(Effect.orDie) : agents.get(name)
+
+    const createUserMessage = Effect.fn("SessionLoop.createUserMessage")(function*(input: PromptInput) {
+      const session = yield* store.get(input.sessionID)
+      const previous = (yield* store.messagePage(input.sessionID, { limit: 20 })).items.find(
+        (message) => message.info.role === "user"
+      )?.info as UserMessage | undefined
+      const agent = yield* resolveAgent(input.agent ?? previous?.agent ?? session.agent)
+      const modelRef = input.model ??
+        agent.model ??
+        previous?.model ??
+        (session.model ? { providerID: session.model.providerID, modelID: session.model.id } : undefined) ??
+        (yield* providers.defaultModel())
+      // Fail early, before anything is stored, when the model cannot be used.
+      yield* providers.resolve(modelRef)
+      const info: UserMessage = {
+        id: input.messageID ?? (Identifier.ascending("message") as MessageID),
+        sessionID: input.sessionID,
+        role: "user",
+        time: { created: Date.now() },
+        agent: agent.name,
+        model: { providerID: modelRef.providerID, modelID: modelRef.modelID },
+        ...(input.system ? { system: input.system } : {}),
+        ...(input.tools ? { tools: input.tools } : {})
+      }
+      yield* store.upsertMessage(info)
+      const parts: Array<Part> = []
+      for (const part of input.parts) {
+        const base = { id: Identifier.ascending("part") as PartID, sessionID: info.sessionID, messageID: info.id }
+        const stored: Part =
+          part.type === "text"
+            ? { ...base, type: "text", text: part.text, ...(part.synthetic ? { synthetic: true } : {}) }
+            : part.type === "file"
+            ? { ...base, type: "file", mime: part.mime, url: part.url, ...(part.filename ? { filename: part.filename } : {}) }
+            : part.type === "agent"
+            ? { ...base, type: "agent", name: part.name }
+            : {
+              ...base,
+              type: "subtask",
+              prompt: part.prompt,
+              description: part.description,
+              agent: part.agent,
+              ...(part.model ? { model: part.model } : {})
+            }
+        yield* store.upsertPart(stored)
+        parts.push(stored)
+      }
+      return { info, parts } satisfies LiveMessage
+    })
+
+    // --- the run -------------------------------------------------------------------------
+
+    const run = (sessionID: SessionID, options: { readonly autoApprove: boolean }) =>
+      Effect.gen(function*() {
+        const session = yield* store.get(sessionID)
+        const history: Array<LiveMessage> = (yield* store.history(sessionID)).map((message) => ({
+          info: message.info,
+          parts: [...message.parts]
+        }))
+        const cache = new ModelMessageCache()
+        const runStart = Date.now()
+        const runUsage = { cost: 0, tokens: 0, steps: 0 }
+        let lastActivity = Date.now()
+        let waitingOnUser = 0
+        let lastAssistant: LiveMessage | undefined
+        const touch = () => void (lastActivity = Date.now())
+        const runner = runners.get(sessionID)!
+        if (options.autoApprove) {
+          // Answer this session's asks with "once" for the whole run; deny rules still apply.
+          const asked = yield* bus.subscribe({ types: ["permission.asked"] })
+          yield* asked.pipe(
+            Stream.filter((event) => event.properties.sessionID === sessionID),
+            Stream.runForEach((event) => permissions.reply({ requestID: event.properties.id, reply: "once" }).pipe(Effect.ignore)),
+            Effect.catchAllCause((cause) => Effect.logError("auto-approve stopped", cause)),
+            Effect.forkScoped
+          )
+        }
+
+        const guards = (agent: Agent) =>
+          Effect.gen(function*() {
+            const limits = agent.limits
+            if (!limits?.duration && !limits?.stall) return yield* Effect.never
+            for (;;) {
+              yield* Effect.sleep(Duration.seconds(1))
+              const now = Date.now()
+              if (limits.duration && now - runStart >= limits.duration * 1000) {
+                return stopRun("duration", errorOf("RunLimitError", `The run reached its time limit of ${limits.duration} s.`))
+              }
+              if (limits.stall && waitingOnUser === 0 && now - lastActivity >= limits.stall * 1000) {
+                return stopRun("stall", errorOf("RunLimitError", `Nothing happened for ${limits.stall} s; the run was stopped.`))
+              }
+            }
+          })
+
+        const latestUser = () => {
+          for (let index = history.length - 1; index >= 0; index--) {
+            if (history[index]!.info.role === "user") return history[index] as LiveMessage & { info: UserMessage }
+          }
+          return undefined
+        }
+
+        const isFinished = (message: LiveMessage) =>
+          message.info.role === "assistant" &&
+          message.info.finish !== undefined &&
+          message.info.finish !== "tool-calls" &&
+          message.info.finish !== "unknown"
+
+        /** The model's last reply answers the newest user message and asks for nothing more. */
+        const done = () => {
+          const last = history.at(-1)
+          if (!last || last.info.role !== "assistant") return false
+          return isFinished(last)
+        }
+
+        let step = 0
+        const loop: Effect.Effect<Ending, LoopError | StopRun> = Effect.gen(function*() {
+          for (;;) {
+            for (const message of runner.incoming.splice(0)) {
+              if (!history.some((existing) => existing.info.id === message.info.id)) history.push(message)
+            }
+            if (done()) return { reason: "completed" as const }
+            const user = latestUser()
+            if (!user) return { reason: "completed" as const }
+            step++
+            runUsage.steps = step
+            const agent = yield* resolveAgent(user.info.agent)
+            const model = yield* providers.resolve(user.info.model)
+            if (step === 1 && !session.parentID && session.title.startsWith("New session - ")) {
+              yield* FiberSet.run(background, generateTitle(sessionID, user, model))
+            }
+            const outcome = yield* processStep({ agent, model, user, step })
+            if (outcome) return outcome
+            const limits = agent.limits
+            if (limits?.tokens && runUsage.tokens >= limits.tokens) {
+              return yield* stopRun("budget", errorOf("RunLimitError", `The run used ${runUsage.tokens} tokens, over its budget of ${limits.tokens}.`))
+            }
+            if (limits?.cost && runUsage.cost >= limits.cost) {
+              return yield* stopRun("budget", errorOf("RunLimitError", `The run cost $${runUsage.cost.toFixed(4)}, over its budget of $${limits.cost}.`))
+            }
+            if (agent.steps !== undefined && step >= agent.steps && !done()) {
+              return yield* stopRun("steps", errorOf("RunLimitError", `The agent reached its limit of ${agent.steps} steps.`))
+            }
+          }
+        })
+
+        // --- one step --------------------------------------------------------------------
+
+        const processStep = (input: { agent: Agent; model: ResolvedModel; user: LiveMessage & { info: UserMessage }; step: number }) =>
+          Effect.gen(function*() {
+            const { agent, model, user } = input
+            const ruleset = Permission.merge(agent.permission, session.permission ?? [])
+            const disabledTools = Object.entries(user.info.tools ?? {}).filter(([, on]) => !on).map(([id]) => id)
+            const tools = yield* registry.forAgent({ agent, model: model.info, ruleset, disabled: disabledTools })
+            const isLastStep = agent.steps !== undefined && input.step >= agent.steps
+            const system = SystemPrompt.build({
+              agent,
+              model: model.info,
+              instance,
+              instructions: yield* instructions.system(),
+              userSystem: user.info.system
+            })
+            const messages = requestMessages(agent, input.step, isLastStep)
+
+            const info: AssistantMessage = {
+              id: Identifier.ascending("message") as MessageID,
+              sessionID,
+              role: "assistant",
+              time: { created: Date.now() },
+              parentID: user.info.id,
+              providerID: model.info.providerID,
+              modelID: model.info.modelID,
+              agent: agent.name,
+              mode: agent.name,
+              path: { cwd: instance.directory, root: instance.worktree },
+              cost: 0,
+              tokens: emptyUsage()
+            }
+            const message: LiveMessage = { info, parts: [] }
+            history.push(message)
+            lastAssistant = message
+            yield* store.upsertMessage(info)
+            touch()
+
+            let attempt = 0
+            for (;;) {
+              const result = yield* Effect.either(
+                streamOnce({ agent, model, message, tools, ruleset, system, messages, autoApprove: options.autoApprove })
+              )
+              if (result._tag === "Right") return result.right
+              const error = result.left
+              if (!(error instanceof ProviderError)) return yield* Effect.fail(error)
+              attempt++
+              if (!error.retryable || attempt > retryAttempts) {
+                const recorded = errorOf("APIError", error.message, {
+                  statusCode: error.statusCode,
+                  retryable: error.retryable,
+                  attempts: attempt,
+                  contextOverflow: error.contextOverflow
+                })
+                yield* finishMessage(message, { error: recorded })
+                yield* bus.publish({ type: "session.error", properties: { sessionID, error: recorded } })
+                return { reason: "error" as const, error: recorded }
+              }
+              // Throw away what the failed attempt produced and ask again.
+              for (const part of message.parts) yield* store.removePart(sessionID, info.id, part.id)
+              message.parts.length = 0
+              const delay = retryDelay(error, attempt)
+              yield* setStatus(sessionID, { type: "retry", attempt, message: error.message, next: Date.now() + delay })
+              yield* Effect.sleep(Duration.millis(delay))
+              yield* setStatus(sessionID, { type: "busy" })
+            }
+          })
+
+        /** History as the model sees it, with this step's reminders. */
+        const requestMessages = (agent: Agent, stepNumber: number, isLastStep: boolean): Array<ModelMessage> => {
+          const out: Array<ModelMessage> = []
+          let lastFinishedIndex = -1
+          for (let index = history.length - 1; index >= 0; index--) {
+            if (isFinished(history[index]!)) {
+              lastFinishedIndex = index
+              break
+            }
+          }
+          let planBefore = false
+          for (let index = 0; index < history.length; index++) {
+            const message = history[index]!
+            if (message.info.role === "assistant" && message.info.agent === "plan") planBefore = true
+            const wrap = stepNumber > 1 && message.info.role === "user" && index > lastFinishedIndex &&
+              history.slice(0, index).some((earlier) => earlier.info.role === "assistant")
+            out.push(...cache.convert(message, { wrapUserText: wrap }))
+          }
+          const reminder = agent.name === "plan"
+            ? Prompts.read("session/plan.txt")
+            : agent.name === "build" && planBefore
+            ? Prompts.read("session/build-switch.txt")
+            : undefined
+          if (reminder) {
+            const lastUserIndex = out.findLastIndex((message) => message.role === "user")
+            if (lastUserIndex >= 0) {
+              const target = out[lastUserIndex] as Extract<ModelMessage, { role: "user" }>
+              const content = typeof target.content === "string" ? [{ type: "text" as const, text: target.content }] : target.content
+              out[lastUserIndex] = { ...target, content: [...content, { type: "text", text: reminder }] }
+            }
+          }
+          if (isLastStep) out.push({ role: "assistant", content: Prompts.read("session/max-steps.txt") })
+          return out
+        }
+
+        const writePart = (message: LiveMessage, part: Part) =>
+          Effect.gen(function*() {
+            const index = message.parts.findIndex((existing) => existing.id === part.id)
+            if (index >= 0) message.parts[index] = part
+            else message.parts.push(part)
+            touch()
+            yield* store.upsertPart(part)
+          })
+
+        const finishMessage = (
+          message: LiveMessage,
+          update: { readonly finish?: FinishReason; readonly error?: MessageError }
+        ) =>
+          Effect.gen(function*() {
+            const info = message.info as AssistantMessage
+            message.info = {
+              ...info,
+              time: { ...info.time, completed: Date.now() },
+              ...(update.finish ? { finish: update.finish } : {}),
+              ...(update.error ? { error: update.error } : {})
+            }
+            yield* store.upsertMessage(message.info)
+          })
+
+        /** The last tool calls of this run, newest last, for doom-loop detection. */
+        const recentToolCalls = (): Array<ToolPart> => {
+          const calls: Array<ToolPart> = []
+          for (let index = history.length - 1; index >= 0 && calls.length < DOOM_LOOP_THRESHOLD; index--) {
+            const message = history[index]!
+            if (message.info.role === "user") break
+            for (let p = message.parts.length - 1; p >= 0 && calls.length < DOOM_LOOP_THRESHOLD; p--) {
+              const part = message.parts[p]!
+              if (part.type === "tool" && part.state.status !== "pending") calls.push(part)
+            }
+          }
+          return calls.reverse()
+        }
+
+        const streamOnce = (input: {
+          agent: Agent
+          model: ResolvedModel
+          message: LiveMessage
+          tools: ReadonlyArray<Tool.Tool>
+          ruleset: ReturnType<typeof Permission.merge>
+          system: ReadonlyArray<string>
+          messages: Array<ModelMessage>
+          autoApprove: boolean
+        }) =>
+          Effect.scoped(
+            Effect.gen(function*() {
+              const { agent, message, model } = input
+              const info = message.info as AssistantMessage
+              const toolFibers = yield* FiberSet.make<void, never>()
+              const open = new Map<string, Part>()
+              const toolParts = new Map<string, ToolPart>()
+              let blocked = false
+              const abortController = new AbortController()
+              yield* Effect.addFinalizer(() => Effect.sync(() => abortController.abort()))
+
+              const stepStart: Part = { id: Identifier.ascending("part") as PartID, sessionID, messageID: info.id, type: "step-start" }
+              yield* writePart(message, stepStart)
+
+              const ask = (
+                request: Parameters<Tool.ToolContext["ask"]>[0],
+                callID: string,
+                ruleset: ReturnType<typeof Permission.merge> = input.ruleset
+              ) =>
+                Effect.suspend(() => {
+                  waitingOnUser++
+                  return permissions.ask({
+                    sessionID,
+                    permission: request.permission,
+                    patterns: request.patterns,
+                    always: request.always,
+                    ruleset,
+                    tool: { messageID: info.id, callID },
+                    ...(request.metadata ? { metadata: request.metadata } : {})
+                  })
+                }).pipe(
+                  Effect.ensuring(Effect.sync(() => {
+                    waitingOnUser--
+                    touch()
+                  }))
+                )
+
+              const runTool = (part: ToolPart, input_: unknown) =>
+                Effect.gen(function*() {
+                  const tool = input.tools.find((candidate) => candidate.id === part.tool) ??
+                    (part.tool === INVALID_TOOL ? yield* registry.get(INVALID_TOOL) : undefined)
+                  const started = part.state.status === "running" ? part.state.time.start : Date.now()
+                  const fail = (error: string, metadata: Record<string, unknown> = {}) =>
+                    writePart(message, {
+                      ...part,
+                      state: { status: "error", input: part.state.input, error, metadata, time: { start: started, end: Date.now() } }
+                    })
+                  if (!tool) {
+                    const available = input.tools.map((candidate) => candidate.id).join(", ")
+                    return yield* fail(`Unknown tool "${part.tool}". Available tools: ${available}`)
+                  }
+                  let live: Record<string, unknown> = {}
+                  let title: string | undefined
+                  const context: Tool.ToolContext = {
+                    sessionID,
+                    messageID: info.id,
+                    callID: part.callID,
+                    agent,
+                    abort: abortController.signal,
+                    ask: (request) => ask(request, part.callID),
+                    metadata: (update) =>
+                      Effect.gen(function*() {
+                        if (update.metadata) live = { ...live, ...update.metadata }
+                        if (update.title) title = update.title
+                        yield* writePart(message, {
+                          ...part,
+                          state: {
+                            status: "running",
+                            input: part.state.input,
+                            time: { start: started },
+                            metadata: live,
+                            ...(title ? { title } : {})
+                          }
+                        })
+                      })
+                  }
+                  const exit = yield* Effect.exit(
+                    Tool.decodeInput(tool, input_).pipe(Effect.flatMap((params) => tool.execute(params, context)))
+                  )
+                  if (Exit.isSuccess(exit)) {
+                    const result = exit.value
+                    const cut = result.truncated
+                      ? { content: result.output, truncated: true }
+                      : yield* truncation.output(result.output, { canDelegate: input.tools.some((t) => t.id === "task") })
+                    yield* writePart(message, {
+                      ...part,
+                      state: {
+                        status: "completed",
+                        input: part.state.input,
+                        output: cut.content,
+                        title: result.title,
+                        metadata: {
+                          ...live,
+                          ...result.metadata,
+                          ...(cut.truncated ? { truncated: true } : {}),
+                          ...("outputPath" in cut && cut.outputPath ? { outputPath: cut.outputPath } : {})
+                        },
+                        time: { start: started, end: Date.now() },
+                        ...(result.attachments
+                          ? {
+                            attachments: result.attachments.map((attachment) => ({
+                              id: Identifier.ascending("part") as PartID,
+                              sessionID,
+                              messageID: info.id,
+                              type: "file" as const,
+                              mime: attachment.mime,
+                              url: attachment.url,
+                              ...(attachment.filename ? { filename: attachment.filename } : {})
+                            }))
+                          }
+                          : {})
+                      }
+                    })
+                    return
+                  }
+                  const failure = Cause.failureOption(exit.cause)
+                  if (Option.isSome(failure)) {
+                    const error = failure.value
+                    if (error instanceof RejectedError && !continueOnDeny) blocked = true
+                    return yield* fail(error.message, live)
+                  }
+                  if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
+                  yield* Effect.logError(`tool ${part.tool} crashed`, exit.cause)
+                  return yield* fail(`The ${part.tool} tool failed unexpectedly: ${Cause.pretty(exit.cause).split("\n")[0]}`, live)
+                })
+
+              const doomLoop = (part: ToolPart, toolInput: unknown) =>
+                Effect.gen(function*() {
+                  const recent = recentToolCalls()
+                  if (recent.length < DOOM_LOOP_THRESHOLD) return true
+                  const same = recent.every(
+                    (call) => call.tool === part.tool && JSON.stringify(call.state.input) === JSON.stringify(toolInput)
+                  )
+                  if (!same) return true
+                  // Asked against the agent's own rules: a session cannot silence the guard.
+                  const asked = yield* Effect.either(
+                    ask(
+                      { permission: "doom_loop", patterns: [part.tool], always: [part.tool], metadata: { tool: part.tool, input: toolInput } },
+                      part.callID,
+                      agent.permission
+                    )
+                  )
+                  if (asked._tag === "Right") return true
+                  const error = asked.left
+                  if (error instanceof RejectedError && !continueOnDeny) blocked = true
+                  const now = Date.now()
+                  yield* writePart(message, {
+                    ...part,
+                    state: { status: "error", input: part.state.input, error: error.message, time: { start: now, end: now } }
+                  })
+                  return false
+                })
+
+              const handle = (event: LLMEvent): Effect.Effect<void> =>
+                Effect.gen(function*() {
+                  switch (event.type) {
+                    case "text-start":
+                    case "reasoning-start": {
+                      const part: Part = {
+                        id: Identifier.ascending("part") as PartID,
+                        sessionID,
+                        messageID: info.id,
+                        type: event.type === "text-start" ? "text" : "reasoning",
+                        text: "",
+                        time: { start: Date.now() }
+                      }
+                      open.set(`${event.type.split("-")[0]}:${event.id}`, part)
+                      return yield* writePart(message, part)
+                    }
+                    case "text-delta":
+                    case "reasoning-delta": {
+                      const key = `${event.type.split("-")[0]}:${event.id}`
+                      const part = open.get(key)
+                      if (!part || (part.type !== "text" && part.type !== "reasoning")) return
+                      const next = { ...part, text: part.text + event.text }
+                      open.set(key, next)
+                      const index = message.parts.findIndex((existing) => existing.id === part.id)
+                      if (index >= 0) message.parts[index] = next
+                      touch()
+                      return yield* store.appendDelta({ sessionID, messageID: info.id, partID: part.id, field: "text", delta: event.text })
+                    }
+                    case "text-end":
+                    case "reasoning-end": {
+                      const key = `${event.type.split("-")[0]}:${event.id}`
+                      const part = open.get(key)
+                      if (!part || (part.type !== "text" && part.type !== "reasoning")) return
+                      open.delete(key)
+                      return yield* writePart(message, { ...part, time: { start: part.time?.start ?? Date.now(), end: Date.now() } })
+                    }
+                    case "tool-input-start": {
+                      const part: ToolPart = {
+                        id: Identifier.ascending("part") as PartID,
+                        sessionID,
+                        messageID: info.id,
+                        type: "tool",
+                        callID: event.id,
+                        tool: event.toolName,
+                        state: { status: "pending", input: {}, raw: "" }
+                      }
+                      toolParts.set(event.id, part)
+                      return yield* writePart(message, part)
+                    }
+                    case "tool-input-delta": {
+                      const part = toolParts.get(event.id)
+                      if (part && part.state.status === "pending") {
+                        const next: ToolPart = { ...part, state: { ...part.state, raw: part.state.raw + event.delta } }
+                        toolParts.set(event.id, next)
+                        const index = message.parts.findIndex((existing) => existing.id === part.id)
+                        if (index >= 0) message.parts[index] = next
+                        touch()
+                      }
+                      return
+                    }
+                    case "tool-call": {
+                      const toolInput = typeof event.input === "object" && event.input !== null ? event.input as Record<string, unknown> : {}
+                      const existing = toolParts.get(event.toolCallId)
+                      const running: ToolPart = {
+                        id: existing?.id ?? (Identifier.ascending("part") as PartID),
+                        sessionID,
+                        messageID: info.id,
+                        type: "tool",
+                        callID: event.toolCallId,
+                        tool: event.toolName,
+                        state: { status: "running", input: toolInput, time: { start: Date.now() } }
+                      }
+                      if (!(yield* doomLoop(running, toolInput))) return
+                      toolParts.set(event.toolCallId, running)
+                      yield* writePart(message, running)
+                      yield* FiberSet.run(toolFibers, runTool(running, event.input))
+                      return
+                    }
+                    case "finish-step": {
+                      const usage = event.usage
+                      runUsage.cost += event.cost
+                      runUsage.tokens += totalTokens(usage)
+                      yield* writePart(message, {
+                        id: Identifier.ascending("part") as PartID,
+                        sessionID,
+                        messageID: info.id,
+                        type: "step-finish",
+                        reason: event.finishReason,
+                        cost: event.cost,
+                        tokens: usage
+                      })
+                      message.info = { ...(message.info as AssistantMessage), finish: event.finishReason, tokens: usage, cost: event.cost }
+                      yield* store.addUsage(sessionID, { cost: event.cost, tokens: usage })
+                      return
+                    }
+                  }
+                })
+
+              yield* llm.stream({
+                model,
+                system: input.system,
+                messages: input.messages,
+                tools: input.tools.map((tool) => ({ id: tool.id, description: tool.description, parameters: Tool.jsonSchemaOf(tool) })),
+                abortSignal: abortController.signal,
+                ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+                ...(agent.topP !== undefined ? { topP: agent.topP } : {})
+              }).pipe(Stream.runForEach(handle))
+              // Every call the model made finishes (or fails) before the step ends.
+              yield* FiberSet.join(toolFibers)
+              // A stream that ended without a finish reason is over unless it asked for tools.
+              const finish = (message.info as AssistantMessage).finish ?? (toolParts.size > 0 ? "tool-calls" : "other")
+              yield* finishMessage(message, { finish })
+              if (blocked) return { reason: "rejected" as const }
+              return undefined
+            })
+          )
+
+        /** Marks everything left unfinished by an abort or a limit, then completes the message. */
+        const cleanUp = (reason: StopReason, error: MessageError | undefined) =>
+          Effect.gen(function*() {
+            yield* store.flush()
+            const message = lastAssistant
+            if (!message || message.info.role !== "assistant" || message.info.time.completed !== undefined) return
+            const now = Date.now()
+            for (const part of [...message.parts]) {
+              if (part.type === "tool" && (part.state.status === "pending" || part.state.status === "running")) {
+                const metadata = part.state.status === "running" ? part.state.metadata ?? {} : {}
+                yield* writePart(message, {
+                  ...part,
+                  state: {
+                    status: "error",
+                    input: part.state.input,
+                    error: "Tool execution aborted",
+                    metadata: { ...metadata, interrupted: true },
+                    time: { start: part.state.status === "running" ? part.state.time.start : now, end: now }
+                  }
+                })
+              }
+              if ((part.type === "text" || part.type === "reasoning") && part.time?.end === undefined) {
+                const latest = (yield* store.getMessage(sessionID, message.info.id).pipe(Effect.option)).pipe(
+                  Option.flatMap((stored) => Option.fromNullable(stored.parts.find((candidate) => candidate.id === part.id))),
+                  Option.getOrElse(() => part)
+                )
+                if (latest.type === "text" || latest.type === "reasoning") {
+                  yield* writePart(message, { ...latest, time: { start: latest.time?.start ?? now, end: now } })
+                }
+              }
+            }
+            yield* finishMessage(message, {
+              error: error ?? errorOf("MessageAbortedError", reason === "aborted" ? "The run was aborted." : `The run was stopped (${reason}).`)
+            })
+          })
+
+        const outcome = yield* loop.pipe(
+          Effect.raceFirst(
+            Effect.flatMap(resolveAgent(latestUser()?.info.agent), guards).pipe(
+              Effect.flatMap((stop) => Effect.fail(stop))
+            )
+          ),
+          Effect.catchIf(
+            (error): error is StopRun => error instanceof StopRun,
+            (stop) =>
+              cleanUp(stop.reason, stop.error).pipe(
+                Effect.as<Ending>({ reason: stop.reason, ...(stop.error ? { error: stop.error } : {}) })
+              )
+          ),
+          Effect.onInterrupt(() => cleanUp(runner.stopReason ?? "aborted", runner.stopError))
+        )
+        const last = lastAssistant
+        return {
+          ...outcome,
+          usage: runUsage,
+          ...(last ? { message: { info: last.info, parts: [...last.parts] } } : {})
+        } satisfies RunOutcome
+      })
+
+    // --- runners ---------------------------------------------------------------------------
+
+    /** Starts the session's run, or returns the one in progress. */
+    const ensureRunning = (sessionID: SessionID, options: { readonly autoApprove: boolean }) =>
+      Effect.gen(function*() {
+        const existing = runners.get(sessionID)
+        if (existing) return existing
+        const ready = yield* Deferred.make<void>()
+        const fiber = yield* Effect.gen(function*() {
+          yield* Deferred.await(ready)
+          yield* setStatus(sessionID, { type: "busy" })
+          return yield* Effect.scoped(run(sessionID, options))
+        }).pipe(
+          Effect.ensuring(
+            Effect.suspend(() => {
+              runners.delete(sessionID)
+              return setStatus(sessionID, { type: "idle" })
+            })
+          ),
+          Effect.forkIn(layerScope)
+        )
+        const runner: Runner = { fiber, incoming: [], stopReason: undefined, stopError: undefined }
+        runners.set(sessionID, runner)
+        yield* Deferred.succeed(ready, undefined)
+        return runner
+      })
+
+    const awaitRun = (runner: Runner): Effect.Effect<RunOutcome, LoopError> =>
+      Fiber.await(runner.fiber).pipe(
+        Effect.flatMap((exit) =>
+          Exit.isSuccess(exit)
+            ? Effect.succeed(exit.value)
+            : Exit.isInterrupted(exit)
+            ? Effect.succeed<RunOutcome>({ reason: runner.stopReason ?? "aborted", usage: { cost: 0, tokens: 0, steps: 0 } })
+            : Effect.failCause(exit.cause)
+        )
+      )
+
+    const prompt = Effect.fn("SessionLoop.prompt")(function*(input: PromptInput) {
+      const message = yield* createUserMessage(input)
+      if (input.noReply) return { reason: "completed" as const, usage: { cost: 0, tokens: 0, steps: 0 } }
+      const running = runners.get(input.sessionID)
+      if (running) {
+        // The run in progress picks the new message up at its next step; one run per session.
+        running.incoming.push(message)
+        return yield* awaitRun(running)
+      }
+      return yield* awaitRun(yield* ensureRunning(input.sessionID, { autoApprove: input.autoApprove === true }))
+    })
+
+    const resume = Effect.fn("SessionLoop.resume")(function*(sessionID: SessionID) {
+      yield* store.get(sessionID)
+      const running = runners.get(sessionID)
+      return yield* awaitRun(running ?? (yield* ensureRunning(sessionID, { autoApprove: false })))
+    })
+
+    const abort = Effect.fn("SessionLoop.abort")(function*(sessionID: SessionID) {
+      const runner = runners.get(sessionID)
+      if (!runner) return
+      runner.stopReason ??= "aborted"
+      yield* Fiber.interrupt(runner.fiber)
+    })
+
+    // --- titles ----------------------------------------------------------------------------
+
+    const generateTitle = (sessionID: SessionID, user: LiveMessage, sessionModel: ResolvedModel) =>
+      Effect.gen(function*() {
+        const text = user.parts.flatMap((part) => (part.type === "text" && !part.synthetic ? [part.text] : [])).join("\n").trim()
+        if (!text) return
+        const titleAgent = yield* agents.get("title").pipe(Effect.orDie)
+        const smallRef = yield* providers.smallModel()
+        const model = smallRef ? yield* providers.resolve(smallRef).pipe(Effect.orElseSucceed(() => sessionModel)) : sessionModel
+        let answer = ""
+        yield* llm.stream({
+          model,
+          system: [titleAgent.prompt ?? ""],
+          messages: [{ role: "user", content: text.slice(0, 4000) }],
+          tools: [],
+          ...(titleAgent.temperature !== undefined ? { temperature: titleAgent.temperature } : {})
+        }).pipe(
+          Stream.runForEach((event) => Effect.sync(() => {
+            if (event.type === "text-delta") answer += event.text
+          }))
+        )
+        const title = cleanTitle(answer)
+        if (!title) return
+        const current = yield* store.get(sessionID)
+        if (current.title.startsWith("New session - ")) yield* store.update(sessionID, { title })
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("title generation failed", cause)))
+
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([...runners.values()], (runner) => Fiber.interrupt(runner.fiber), { discard: true })
+    )
+
+    return {
+      prompt,
+      resume,
+      abort,
+      status: (sessionID) => Effect.sync(() => statuses.get(sessionID) ?? { type: "idle" as const }),
+      statuses: () => Effect.sync(() => new Map(statuses))
+    } satisfies SessionLoopShape
+  })
+}
+
+/** First meaningful line of the title model's answer, without quotes or a "Title:" prefix. */
+export const cleanTitle = (answer: string): string | undefined => {
+  const line = answer
+    .replace(/<think>[\s\S]*?<\/think>/g, "")
+    .split("\n")
+    .map((candidate) => candidate.trim())
+    .find((candidate) => candidate.length > 0)
+  if (!line) return undefined
+  const cleaned = line.replace(/^title:\s*/i, "").replace(/^["'`*#\s]+|["'`*\s.]+$/g, "").trim()
+  if (!cleaned) return undefined
+  return cleaned.length > TITLE_MAX ? `${cleaned.slice(0, TITLE_MAX - 1)}…` : cleaned
+}
+

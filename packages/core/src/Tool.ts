@@ -1,0 +1,96 @@
+import type { Agent, CorrectedError, DeniedError, MessageID, RejectedError, SessionID } from "@agent/domain"
+import { Effect, JSONSchema, ParseResult, Schema } from "effect"
+
+/** What a running tool may ask of the session. */
+export interface ToolContext {
+  readonly sessionID: SessionID
+  readonly messageID: MessageID
+  readonly callID: string
+  readonly agent: Agent
+  /** Fires when the run is aborted; tools that start processes or requests pass it on. */
+  readonly abort: AbortSignal
+  /** Asks permission for this call; fails when a rule denies or the user rejects. */
+  readonly ask: (request: {
+    readonly permission: string
+    readonly patterns: ReadonlyArray<string>
+    readonly always: ReadonlyArray<string>
+    readonly metadata?: Record<string, unknown>
+  }) => Effect.Effect<void, DeniedError | RejectedError | CorrectedError>
+  /** Live progress: shown to the user while the tool runs. */
+  readonly metadata: (update: { readonly title?: string; readonly metadata?: Record<string, unknown> }) => Effect.Effect<void>
+}
+
+export interface ToolAttachment {
+  readonly mime: string
+  readonly url: string
+  readonly filename?: string
+}
+
+export interface ToolResult {
+  readonly title: string
+  readonly output: string
+  readonly metadata?: Record<string, unknown>
+  readonly attachments?: ReadonlyArray<ToolAttachment>
+  /** The tool already cut its output (e.g. bash keeps the tail); skip generic truncation. */
+  readonly truncated?: boolean
+}
+
+/** A tool's own failure, shown to the model as the tool result. */
+export class ToolExecutionError extends Schema.TaggedError<ToolExecutionError>()("ToolExecutionError", {
+  tool: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return this.detail
+  }
+}
+
+/** The model sent arguments that do not fit the tool's schema. */
+export class ToolInputError extends Schema.TaggedError<ToolInputError>()("ToolInputError", {
+  tool: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `The ${this.tool} tool was called with invalid arguments: ${this.detail}.\nPlease rewrite the input so it satisfies the expected schema.`
+  }
+}
+
+export type ToolFailure = ToolExecutionError | ToolInputError | DeniedError | RejectedError | CorrectedError
+
+export interface Tool<Params = unknown> {
+  readonly id: string
+  readonly description: string
+  readonly parameters: Schema.Schema<Params, any>
+  /** A description tailored to the agent (e.g. the task tool lists the subagents it may use). */
+  readonly describe?: (agent: Agent) => Effect.Effect<string>
+  readonly execute: (params: Params, context: ToolContext) => Effect.Effect<ToolResult, ToolFailure>
+}
+
+/** Defines a tool; `parameters` is an effect/Schema, sent to the model as JSON Schema. */
+export const make = <Params, Encoded>(definition: {
+  readonly id: string
+  readonly description: string
+  readonly parameters: Schema.Schema<Params, Encoded>
+  readonly describe?: (agent: Agent) => Effect.Effect<string>
+  readonly execute: (params: Params, context: ToolContext) => Effect.Effect<ToolResult, ToolFailure>
+}): Tool<Params> => definition as Tool<Params>
+
+/** JSON Schema for the model: a plain object schema, without `$schema`. */
+export const jsonSchemaOf = (tool: Tool): Record<string, unknown> => {
+  const { $schema: _ignored, ...schema } = JSONSchema.make(tool.parameters) as unknown as Record<string, unknown>
+  return schema
+}
+
+/** Decodes the model's arguments, or explains what is wrong in words the model can act on. */
+export const decodeInput = <Params>(tool: Tool<Params>, input: unknown): Effect.Effect<Params, ToolInputError> =>
+  Schema.decodeUnknown(tool.parameters, { errors: "all", onExcessProperty: "ignore" })(input).pipe(
+    Effect.mapError((error) =>
+      new ToolInputError({
+        tool: tool.id,
+        detail: ParseResult.ArrayFormatter.formatErrorSync(error)
+          .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+          .join("; ")
+      })
+    )
+  )
+
