@@ -33,7 +33,14 @@ export type LLMEvent =
   | { readonly type: "reasoning-end"; readonly id: string }
   | { readonly type: "tool-input-start"; readonly id: string; readonly toolName: string }
   | { readonly type: "tool-input-delta"; readonly id: string; readonly delta: string }
-  | { readonly type: "tool-call"; readonly toolCallId: string; readonly toolName: string; readonly input: unknown }
+  | {
+    readonly type: "tool-call"
+    readonly toolCallId: string
+    readonly toolName: string
+    readonly input: unknown
+    /** Set when the call names no known tool or its arguments are not valid JSON. */
+    readonly invalid?: string
+  }
   | {
     readonly type: "finish-step"
     readonly finishReason: FinishReason
@@ -194,11 +201,6 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
   for (const spec of request.tools) {
     tools[spec.id] = tool({ description: spec.description, inputSchema: jsonSchema(spec.parameters as never) })
   }
-  // Reachable only through repair: unknown or malformed calls land here with the reason.
-  tools[INVALID_TOOL] = tool({
-    description: "Receives tool calls that could not be understood.",
-    inputSchema: jsonSchema({ type: "object", properties: { tool: { type: "string" }, error: { type: "string" } } })
-  })
 
   return Stream.unwrapScoped(
     Effect.gen(function*() {
@@ -216,7 +218,6 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
         system: request.system.join("\n\n"),
         messages: [...request.messages],
         tools,
-        activeTools: [...toolNames],
         maxRetries: 0,
         abortSignal: controller.signal,
         ...(request.toolChoice ? { toolChoice: request.toolChoice } : {}),
@@ -225,14 +226,10 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
         ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {}),
         // Errors arrive as `error` parts of the stream; do not let the SDK log them too.
         onError: () => {},
-        experimental_repairToolCall: async ({ error, toolCall }) => {
+        // A name that differs only in case is fixed; anything else arrives as an invalid call.
+        experimental_repairToolCall: async ({ toolCall }) => {
           const lower = toolCall.toolName.toLowerCase()
-          if (lower !== toolCall.toolName && toolNames.has(lower)) return { ...toolCall, toolName: lower }
-          return {
-            ...toolCall,
-            toolName: INVALID_TOOL,
-            input: JSON.stringify({ tool: toolCall.toolName, error: error.message })
-          }
+          return lower !== toolCall.toolName && toolNames.has(lower) ? { ...toolCall, toolName: lower } : null
         }
       })
       return Stream.fromAsyncIterable(result.fullStream, (error) => classifyError(info, error)).pipe(
@@ -250,13 +247,20 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
               return Effect.succeed({ type: "tool-input-start", id: part.id, toolName: part.toolName })
             case "tool-input-delta":
               return Effect.succeed({ type: "tool-input-delta", id: part.id, delta: part.delta })
-            case "tool-call":
+            case "tool-call": {
+              const invalid = "invalid" in part && part.invalid === true
+                ? String((part as { error?: unknown }).error instanceof Error ? (part as { error: Error }).error.message : (part as { error?: unknown }).error)
+                : !toolNames.has(part.toolName)
+                ? `Unknown tool "${part.toolName}". Available tools: ${[...toolNames].join(", ")}`
+                : undefined
               return Effect.succeed({
                 type: "tool-call",
                 toolCallId: part.toolCallId,
                 toolName: part.toolName,
-                input: part.input
+                input: part.input,
+                ...(invalid !== undefined ? { invalid } : {})
               })
+            }
             case "finish-step": {
               const usage = toTokenUsage(part.usage)
               return Effect.succeed({

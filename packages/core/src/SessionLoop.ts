@@ -710,7 +710,11 @@ function make() {
                       return
                     }
                     case "tool-call": {
-                      const toolInput = typeof event.input === "object" && event.input !== null ? event.input as Record<string, unknown> : {}
+                      // Calls the model got wrong go to the invalid tool, which tells it why.
+                      const routed = event.invalid !== undefined
+                        ? { toolName: INVALID_TOOL, input: { tool: event.toolName, error: event.invalid } }
+                        : { toolName: event.toolName, input: event.input }
+                      const toolInput = typeof routed.input === "object" && routed.input !== null ? routed.input as Record<string, unknown> : {}
                       const existing = toolParts.get(event.toolCallId)
                       const running: ToolPart = {
                         id: existing?.id ?? (Identifier.ascending("part") as PartID),
@@ -718,13 +722,13 @@ function make() {
                         messageID: info.id,
                         type: "tool",
                         callID: event.toolCallId,
-                        tool: event.toolName,
+                        tool: routed.toolName,
                         state: { status: "running", input: toolInput, time: { start: Date.now() } }
                       }
                       if (!(yield* doomLoop(running, toolInput))) return
                       toolParts.set(event.toolCallId, running)
                       yield* writePart(message, running)
-                      yield* FiberSet.run(toolFibers, runTool(running, event.input))
+                      yield* FiberSet.run(toolFibers, runTool(running, routed.input))
                       return
                     }
                     case "finish-step": {
@@ -757,7 +761,7 @@ function make() {
                 ...(agent.topP !== undefined ? { topP: agent.topP } : {})
               }).pipe(Stream.runForEach(handle))
               // Every call the model made finishes (or fails) before the step ends.
-              yield* FiberSet.join(toolFibers)
+              yield* FiberSet.awaitEmpty(toolFibers)
               // A stream that ended without a finish reason is over unless it asked for tools.
               const finish = (message.info as AssistantMessage).finish ?? (toolParts.size > 0 ? "tool-calls" : "other")
               yield* finishMessage(message, { finish })

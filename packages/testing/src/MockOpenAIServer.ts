@@ -69,6 +69,7 @@ export const start = (
             } else response.destroy()
           })
         })
+        server.once("error", (error) => resume(Effect.die(error)))
         server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ server, state })))
       }),
       ({ server }) =>

@@ -1,4 +1,4 @@
-import { Cassette, ScriptedModel, TestInstance } from "@agent/testing"
+import { Cassette, ScriptedModel, type ScriptedTurn, TestInstance } from "@agent/testing"
 import { APICallError, type LanguageModelV3StreamPart } from "@ai-sdk/provider"
 import { describe, expect, it } from "@effect/vitest"
 import { jsonSchema, stepCountIs, streamText, tool } from "ai"
@@ -17,13 +17,13 @@ const readTool = tool({
   execute: async ({ path }) => `contents of ${path}`
 })
 
-const conversation = () => [
+const conversation = (): Array<ScriptedTurn> => [
   [
     { reasoning: "need the file" },
     { text: "Reading." },
     ScriptedModel.toolCall("read", { path: "notes.md" }, "call_1")
   ],
-  [{ text: "It says hello." }, { finish: "stop" as const, usage: { input: 321, output: 12, cacheRead: 300 } }]
+  [{ text: "It says hello." }, { finish: "stop", usage: { input: 321, output: 12, cacheRead: 300 } }]
 ]
 
 const run = (model: Parameters<typeof streamText>[0]["model"]) =>
