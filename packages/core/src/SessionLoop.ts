@@ -472,13 +472,13 @@ function make() {
             yield* store.upsertMessage(message.info)
           })
 
-        /** The last tool calls of this run, newest last, for doom-loop detection. */
-        const recentToolCalls = (): Array<ToolPart> => {
+        /** The tool calls before this one in the current run, newest last, for doom-loop detection. */
+        const previousToolCalls = (count: number): Array<ToolPart> => {
           const calls: Array<ToolPart> = []
-          for (let index = history.length - 1; index >= 0 && calls.length < DOOM_LOOP_THRESHOLD; index--) {
+          for (let index = history.length - 1; index >= 0 && calls.length < count; index--) {
             const message = history[index]!
             if (message.info.role === "user") break
-            for (let p = message.parts.length - 1; p >= 0 && calls.length < DOOM_LOOP_THRESHOLD; p--) {
+            for (let p = message.parts.length - 1; p >= 0 && calls.length < count; p--) {
               const part = message.parts[p]!
               if (part.type === "tool" && part.state.status !== "pending") calls.push(part)
             }
@@ -624,8 +624,9 @@ function make() {
 
               const doomLoop = (part: ToolPart, toolInput: unknown) =>
                 Effect.gen(function*() {
-                  const recent = recentToolCalls()
-                  if (recent.length < DOOM_LOOP_THRESHOLD) return true
+                  // This call and the ones right before it, all the same: the model is going in circles.
+                  const recent = previousToolCalls(DOOM_LOOP_THRESHOLD - 1)
+                  if (recent.length < DOOM_LOOP_THRESHOLD - 1) return true
                   const same = recent.every(
                     (call) => call.tool === part.tool && JSON.stringify(call.state.input) === JSON.stringify(toolInput)
                   )
