@@ -424,12 +424,15 @@ function make() {
             }
           }
           let planBefore = false
+          let assistantBefore = false
           for (let index = 0; index < history.length; index++) {
             const message = history[index]!
-            if (message.info.role === "assistant" && message.info.agent === "plan") planBefore = true
-            const wrap = stepNumber > 1 && message.info.role === "user" && index > lastFinishedIndex &&
-              history.slice(0, index).some((earlier) => earlier.info.role === "assistant")
-            out.push(...cache.convert(message, { wrapUserText: wrap }))
+            const wrap = stepNumber > 1 && message.info.role === "user" && index > lastFinishedIndex && assistantBefore
+            if (message.info.role === "assistant") {
+              assistantBefore = true
+              if (message.info.agent === "plan") planBefore = true
+            }
+            for (const converted of cache.convert(message, { wrapUserText: wrap })) out.push(converted)
           }
           const reminder = agent.name === "plan"
             ? Prompts.read("session/plan.txt")
