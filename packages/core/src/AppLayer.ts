@@ -29,6 +29,8 @@ export interface AppLayerOptions<PolicyError = never> {
   readonly approvals?: Layer.Layer<ApprovalStore, never, Instance | SqlClient.SqlClient>
   /** The model providers (default: from config and the environment; tests use `FakeLLM`). */
   readonly providers?: Layer.Layer<ProviderRegistry, never, ConfigService | Instance>
+  /** The model streaming service (default: the ai SDK's `streamText`); benchmarks wrap it to time it. */
+  readonly llm?: Layer.Layer<LLMService>
   /** Tools offered besides the built-in ones. */
   readonly tools?: ReadonlyArray<Tool>
 }
@@ -67,7 +69,7 @@ export const makeAppLayer = <PolicyError = never>(
     AgentRegistry.layer,
     SessionStore.layer,
     options.providers ?? ProviderRegistry.layer,
-    LLMService.layer,
+    options.llm ?? LLMService.layer,
     ToolRegistry.make(options.tools ?? []),
     Truncation.layer,
     InstructionLoader.layer
