@@ -1,10 +1,10 @@
-import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
+import { CassetteLayer, MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { makeAppLayer } from "../../src/AppLayer.js"
 import * as Database from "../../src/Database.js"
 import { Instance } from "../../src/Instance.js"
-import { ModelNotConfigured } from "../../src/ProviderRegistry.js"
+import { ModelNotConfigured, ProviderRegistry } from "../../src/ProviderRegistry.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import { echo } from "./tools.js"
@@ -59,6 +59,46 @@ describe("through a real provider package and HTTP", () => {
         expect(JSON.stringify(request2!.messages)).toContain('"role":"tool"')
         expect(JSON.stringify(request2!.messages)).toContain("over the wire")
       }).pipe(Effect.provide(layer))
+    }))
+
+  it.scopedLive("a session recorded against a real provider replays identically without the network", () =>
+    Effect.gen(function*() {
+      const live = yield* MockOpenAIServer.start([[text("Let me echo."), toolCall("echo", { text: "recorded" })], "Echoed: recorded."])
+      const box = yield* TestInstance.sandbox({
+        files: {
+          "project/agent.json": {
+            model: "mock/gpt-test",
+            small_model: "mock/gpt-test",
+            provider: { mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: live.url }, models: { "gpt-test": {} } } }
+          }
+        }
+      })
+      const cassettes = box.path("cassettes")
+      const conversation = (providers: Layer.Layer<ProviderRegistry, never, any>) =>
+        Effect.gen(function*() {
+          const store = yield* SessionStore
+          // a titled session: no title call, so the cassette holds the conversation only
+          const session = yield* store.create({ title: "Recorded" })
+          const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "echo it" }] })
+          const messages = yield* store.messages(session.id)
+          return {
+            reason: outcome.reason,
+            parts: messages.map((message) => message.parts.map((part) =>
+              part.type === "text" ? `text:${part.text}` : part.type === "tool" ? `tool:${part.tool}:${part.state.status}:${part.state.status === "completed" ? part.state.output : ""}` : part.type
+            ))
+          }
+        }).pipe(
+          Effect.provide(
+            makeAppLayer({ instance: Layer.succeed(Instance, box.instance), database: Database.layerMemory, tools: [echo], providers })
+          ),
+          Effect.scoped
+        )
+      const recorded = yield* conversation(CassetteLayer.layerRecord(cassettes).pipe(Layer.provide(ProviderRegistry.layer)))
+      expect(live.requests).toHaveLength(2)
+      const replayed = yield* conversation(CassetteLayer.layerReplay(cassettes, { defaultModel: "mock/gpt-test" }))
+      expect(live.requests).toHaveLength(2) // nothing went over the network the second time
+      expect(replayed).toEqual(recorded)
+      expect(recorded.parts[2]).toContain("text:Echoed: recorded.")
     }))
 
   it.scopedLive("a missing model says how to configure one, naming local servers", () =>
