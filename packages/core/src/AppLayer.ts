@@ -14,7 +14,7 @@ import { PermissionService } from "./PermissionService.js"
 import { ProviderRegistry } from "./ProviderRegistry.js"
 import { SessionLoop } from "./SessionLoop.js"
 import { SessionStore } from "./SessionStore.js"
-import type { Tool } from "./Tool.js"
+import type { AnyTool } from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
 import { Truncation } from "./Truncate.js"
 
@@ -32,7 +32,7 @@ export interface AppLayerOptions<PolicyError = never> {
   /** The model streaming service (default: the ai SDK's `streamText`); benchmarks wrap it to time it. */
   readonly llm?: Layer.Layer<LLMService>
   /** Tools offered besides the built-in ones. */
-  readonly tools?: ReadonlyArray<Tool>
+  readonly tools?: ReadonlyArray<AnyTool>
 }
 
 export type AppServices =

@@ -66,6 +66,10 @@ export interface Tool<Params = unknown> {
   readonly execute: (params: Params, context: ToolContext) => Effect.Effect<ToolResult, ToolFailure>
 }
 
+/** A tool of any parameter type, as registries and layers hold them. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = Tool<any>
+
 /** Defines a tool; `parameters` is an effect/Schema, sent to the model as JSON Schema. */
 export const make = <Params, Encoded>(definition: {
   readonly id: string

@@ -36,16 +36,16 @@ export interface ToolRegistryShape {
     readonly disabled?: ReadonlyArray<string>
   }) => Effect.Effect<ReadonlyArray<Tool.Tool>>
   /** Adds tools (custom, MCP); registering an id again replaces the tool. Scoped: removed again on close. */
-  readonly register: (tools: ReadonlyArray<Tool.Tool>) => Effect.Effect<void, never, Scope.Scope>
+  readonly register: (tools: ReadonlyArray<Tool.AnyTool>) => Effect.Effect<void, never, Scope.Scope>
 }
 
 export class ToolRegistry extends Context.Tag("@agent/core/ToolRegistry")<ToolRegistry, ToolRegistryShape>() {
   /** A registry holding `invalid` plus the given tools, in order. */
-  static readonly make = (tools: ReadonlyArray<Tool.Tool>): Layer.Layer<ToolRegistry> =>
+  static readonly make = (tools: ReadonlyArray<Tool.AnyTool>): Layer.Layer<ToolRegistry> =>
     Layer.sync(ToolRegistry, () => makeRegistry(tools))
 }
 
-const makeRegistry = (initial: ReadonlyArray<Tool.Tool>): ToolRegistryShape => {
+const makeRegistry = (initial: ReadonlyArray<Tool.AnyTool>): ToolRegistryShape => {
   const tools = new Map<string, Tool.Tool>([[invalidTool.id, invalidTool as Tool.Tool]])
   for (const tool of initial) tools.set(tool.id, tool)
 

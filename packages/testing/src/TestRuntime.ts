@@ -11,7 +11,7 @@ export interface TestRuntimeOptions extends TestInstance.TestInstanceOptions {
   /** Extra model info (limits, cost) for the fake model. */
   readonly modelInfo?: Parameters<typeof FakeLLM.layer>[1]
   readonly fakeOptions?: Parameters<typeof FakeLLM.layer>[2]
-  readonly tools?: ReadonlyArray<Tool.Tool<any>>
+  readonly tools?: ReadonlyArray<Tool.AnyTool>
   readonly policy?: Layer.Layer<PermissionPolicy>
   /** Keep the database in a file in the sandbox (default: in memory). */
   readonly fileDatabase?: boolean

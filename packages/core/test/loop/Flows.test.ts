@@ -1,5 +1,5 @@
 import type { BusEventOf, SessionID, ToolPart } from "@agent/domain"
-import { ScriptedModel, TestRuntime } from "@agent/testing"
+import { type Script, ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream, TestClock } from "effect"
 import { Bus } from "../../src/Bus.js"
@@ -14,7 +14,7 @@ const toolParts = (parts: ReadonlyArray<{ type: string }>) => parts.filter((part
 
 /** Runs `body` against a fresh runtime with the scripted model and the test tools. */
 const withRuntime = <A, E>(
-  options: Omit<TestRuntime.TestRuntimeOptions, "tools"> & { tools?: TestRuntime.TestRuntimeOptions["tools"] },
+  options: Omit<TestRuntime.TestRuntimeOptions, "tools"> & Partial<Pick<TestRuntime.TestRuntimeOptions, "tools">>,
   body: (ctx: {
     store: SessionStore["Type"]
     loop: SessionLoop["Type"]
@@ -195,7 +195,7 @@ describe("guards against runaway runs", () => {
           const [, step] = yield* store.messages(sessionID)
           const state = toolParts(step!.parts)[0]!.state
           expect(state).toMatchObject({ status: "error", metadata: { interrupted: true } })
-          const pid = state.metadata?.pid as number
+          const pid = (state as { metadata?: Record<string, unknown> }).metadata?.pid as number
           yield* Effect.sleep("100 millis")
           expect(isAlive(pid)).toBe(false)
           expect(step!.info.role === "assistant" && step!.info.time.completed).toBeTypeOf("number")
@@ -364,7 +364,7 @@ describe("abort, concurrency and resume", () => {
   it.scopedLive("a second prompt during a run joins it; the model sees it as a reminder, and no step runs twice", () => {
     let inFlight = 0
     let maxInFlight = 0
-    const tracked = (turn: ScriptedModel.ScriptedTurnSpec) => () => {
+    const tracked = (turn: Script.ScriptTurnSpec) => () => {
       inFlight++
       maxInFlight = Math.max(maxInFlight, inFlight)
       setTimeout(() => inFlight--, 150)
