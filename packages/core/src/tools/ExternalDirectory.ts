@@ -1,0 +1,71 @@
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import type { InstanceInfo } from "../Instance.js"
+import type { ToolContext } from "../Tool.js"
+
+/**
+ * The real location of `target`: symlinks resolved, for a path that does not exist yet the
+ * nearest existing ancestor resolved and the rest appended. A link inside the project that
+ * points outside it is therefore seen as outside.
+ */
+export const realPath = (target: string): string => {
+  const absolute = path.resolve(target)
+  let existing = absolute
+  const rest: Array<string> = []
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync.native(existing), ...rest.reverse())
+    } catch {
+      const parent = path.dirname(existing)
+      if (parent === existing) return absolute
+      rest.push(path.basename(existing))
+      existing = parent
+    }
+  }
+}
+
+const within = (child: string, parent: string) => {
+  const relative = path.relative(parent, child)
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative))
+}
+
+/** Whether `target` (after resolving symlinks) lies in the working directory or the work tree. */
+export const isInsideProject = (instance: InstanceInfo, target: string): boolean => {
+  const real = realPath(target)
+  const roots = [instance.directory, instance.worktree].map(realPath)
+  return roots.some((root) => within(real, root))
+}
+
+/**
+ * Asks `external_directory` before a tool touches a path outside the project: the pattern is
+ * `<dir>/*`, where dir is the directory itself or the file's parent.
+ */
+export const guard = (
+  context: ToolContext,
+  instance: InstanceInfo,
+  target: string,
+  kind: "file" | "directory" = "file"
+) =>
+  Effect.suspend(() => {
+    if (isInsideProject(instance, target)) return Effect.void
+    const real = realPath(target)
+    const dir = kind === "directory" ? real : path.dirname(real)
+    const glob = path.join(dir, "*")
+    return context.ask({
+      permission: "external_directory",
+      patterns: [glob],
+      always: [glob],
+      metadata: { filepath: real, parentDir: dir }
+    })
+  })
+
+/** A tool's path argument, absolute: relative paths are taken from the working directory. */
+export const resolvePath = (instance: InstanceInfo, input: string): string =>
+  path.isAbsolute(input) ? path.normalize(input) : path.resolve(instance.directory, input)
+
+/** The path as rules see it: relative to the work tree when inside it, else absolute. */
+export const relativeToWorktree = (instance: InstanceInfo, absolute: string): string => {
+  const relative = path.relative(instance.worktree, absolute)
+  return relative.startsWith("..") || path.isAbsolute(relative) ? absolute : relative
+}
