@@ -4,6 +4,7 @@ import { Layer } from "effect"
 import { AgentRegistry } from "./AgentRegistry.js"
 import { ApprovalStore } from "./ApprovalStore.js"
 import { Bus } from "./Bus.js"
+import { Compaction } from "./Compaction.js"
 import { ConfigService } from "./ConfigService.js"
 import * as Database from "./Database.js"
 import { Instance } from "./Instance.js"
@@ -50,6 +51,7 @@ export type AppServices =
   | ToolRegistry
   | Truncation
   | InstructionLoader
+  | Compaction
   | SessionLoop
 
 /**
@@ -74,6 +76,7 @@ export const makeAppLayer = <PolicyError = never>(
     Truncation.layer,
     InstructionLoader.layer
   ).pipe(Layer.provideMerge(configured))
-  const permissions = PermissionService.layer.pipe(Layer.provideMerge(services))
+  const withCompaction = Compaction.layer.pipe(Layer.provideMerge(services))
+  const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
   return SessionLoop.layer.pipe(Layer.provideMerge(permissions))
 }

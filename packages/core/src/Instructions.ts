@@ -1,66 +1,345 @@
 import { Context, Effect, Layer } from "effect"
-import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { ConfigService } from "./ConfigService.js"
 import { Instance } from "./Instance.js"
-
-/** Project files that hold instructions, in order of preference within one directory. */
-const PROJECT_FILES = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"]
-
-const readIfFile = (file: string): string | undefined => {
-  try {
-    return fs.statSync(file).isFile() ? fs.readFileSync(file, "utf8").trim() : undefined
-  } catch {
-    return undefined
-  }
-}
+import type { InstanceInfo } from "./Instance.js"
 
 /**
- * Instruction files for the system prompt: the global `AGENTS.md` in the config dir, the
- * project's `AGENTS.md` (or `CLAUDE.md`) in every directory from the work-tree root down to
- * the working directory, and the files listed in `instructions`.
+ * Instruction files for the system prompt and for files the agent reads.
+ *
+ * `system()` entries, in this order (each `Instructions from: <path or url>\n<content>`):
+ * 1. the global file: `<config dir>/AGENTS.md`, else `~/.claude/CLAUDE.md`;
+ * 2. the project files: `AGENTS.md` in every directory from the work-tree root down to the
+ *    working directory; only when there is none, `CLAUDE.md` likewise; else `CONTEXT.md`;
+ * 3. the `instructions` config entries that are files (globs relative to the project, tried in
+ *    every directory from the working directory up to the root; absolute paths; `~/` paths);
+ * 4. the `instructions` entries that are http(s) URLs.
+ *
+ * Files are re-checked every step with a `stat` and re-read only when their mtime or size
+ * changed, so an edited AGENTS.md shows up at the next step. Globs are expanded and URLs
+ * fetched once per loader (in the background from layer build); a URL's content is then
+ * kept for the life of the process.
  */
+export interface InstructionLoaderShape {
+  /** The instruction entries for the system prompt of the next step. */
+  readonly system: () => Effect.Effect<ReadonlyArray<string>>
+  /** The instruction files (not URLs) that `system()` currently includes. */
+  readonly files: () => Effect.Effect<ReadonlyArray<string>>
+  /**
+   * After a `read` of `filePath`: the instruction files of the directories between the file and
+   * the project root that are neither in the system prompt nor already attached for this
+   * message, wrapped in `<system-reminder>` for the read tool to append to its output.
+   * Each file is attached at most once per `messageID`.
+   */
+  readonly forRead: (input: { readonly messageID: string; readonly filePath: string }) => Effect.Effect<string | undefined>
+}
+
 export class InstructionLoader extends Context.Tag("@agent/core/InstructionLoader")<
   InstructionLoader,
-  { readonly system: () => Effect.Effect<ReadonlyArray<string>> }
+  InstructionLoaderShape
 >() {
-  static readonly layer: Layer.Layer<InstructionLoader, never, Instance | ConfigService> = Layer.effect(
+  static readonly layer: Layer.Layer<InstructionLoader, never, Instance | ConfigService> = Layer.scoped(
     InstructionLoader,
     Effect.gen(function*() {
       const instance = yield* Instance
       const config = yield* (yield* ConfigService).get()
-
-      const files = (): Array<string> => {
-        const found: Array<string> = []
-        const global = path.join(instance.paths.config, "AGENTS.md")
-        if (readIfFile(global) !== undefined) found.push(global)
-        const dirs: Array<string> = []
-        for (let dir = instance.directory; ; dir = path.dirname(dir)) {
-          dirs.unshift(dir)
-          if (dir === instance.worktree || path.dirname(dir) === dir) break
-        }
-        for (const dir of dirs) {
-          const file = PROJECT_FILES.map((name) => path.join(dir, name)).find((candidate) => readIfFile(candidate) !== undefined)
-          if (file) found.push(file)
-        }
-        for (const entry of config.instructions ?? []) {
-          if (/^https?:\/\//.test(entry)) continue
-          const file = path.isAbsolute(entry) ? entry : path.join(instance.worktree, entry)
-          if (!found.includes(file) && readIfFile(file) !== undefined) found.push(file)
-        }
-        return found
-      }
-
-      return {
-        system: () =>
-          Effect.sync(() =>
-            files().flatMap((file) => {
-              const text = readIfFile(file)
-              return text ? [`Instructions from: ${file}\n${text}`] : []
-            })
-          )
-      }
+      const loader = makeLoader(instance, config.instructions ?? [])
+      const configured = yield* Effect.cached(loader.configured)
+      // Start expanding globs and fetching URLs now, so the first step rarely waits for them.
+      yield* Effect.forkScoped(configured.pipe(Effect.catchAllCause(Effect.logError)))
+      return loader.service(configured)
     })
   )
-
 }
+
+/** Project files that hold instructions; the first name found anywhere on the path wins. */
+export const PROJECT_FILES = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"] as const
+
+const FETCH_TIMEOUT_MS = 5_000
+/** Messages whose attached files are remembered; older claim sets are dropped. */
+const CLAIM_MESSAGES = 200
+
+/** URL contents fetched by any loader in this process. */
+const urlCache = new Map<string, string>()
+
+const isEnvFlag = (value: string | undefined): boolean =>
+  value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false"
+
+const within = (child: string, parent: string): boolean => {
+  const relative = path.relative(parent, child)
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative))
+}
+
+/** Directories from `start` up to `stop` (inclusive), nearest first; just `start` when outside `stop`. */
+const upward = (start: string, stop: string): Array<string> => {
+  if (!within(start, stop)) return [start]
+  const dirs: Array<string> = []
+  for (let dir = start; ; dir = path.dirname(dir)) {
+    dirs.push(dir)
+    if (dir === stop || path.dirname(dir) === dir) break
+  }
+  return dirs
+}
+
+const formatEntry = (source: string, text: string): string => `Instructions from: ${source}\n${text}`
+
+interface Entry {
+  readonly kind: "file" | "url"
+  readonly source: string
+  readonly text: string
+}
+
+const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>) => {
+  const projectEnabled = !isEnvFlag(instance.env.AGENT_DISABLE_PROJECT_CONFIG)
+  const projectDirs = upward(instance.directory, instance.worktree)
+
+  // --- file contents, keyed by path and validated by (mtimeMs, size) ------------------------
+  const contents = new Map<string, { readonly mtimeMs: number; readonly size: number; readonly text: string }>()
+
+  /** The trimmed text of `file`, or undefined when it is not a readable file. */
+  const readFile = (file: string): Effect.Effect<string | undefined> =>
+    Effect.promise(async () => {
+      const stat = await fsp.stat(file).catch(() => undefined)
+      if (stat === undefined || !stat.isFile()) {
+        contents.delete(file)
+        return undefined
+      }
+      const cached = contents.get(file)
+      if (cached !== undefined && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.text
+      const raw = await fsp.readFile(file, "utf8").catch(() => undefined)
+      if (raw === undefined) return undefined
+      const text = (raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw).trim()
+      contents.set(file, { mtimeMs: stat.mtimeMs, size: stat.size, text })
+      return text
+    })
+
+  const isFile = (file: string): Effect.Effect<boolean> =>
+    Effect.promise(() => fsp.stat(file).then((stat) => stat.isFile(), () => false))
+
+  // --- configured entries, resolved once ------------------------------------------------------
+
+  const fetchUrl = (url: string): Effect.Effect<string | undefined> =>
+    Effect.gen(function*() {
+      const cached = urlCache.get(url)
+      if (cached !== undefined) return cached
+      const result = yield* Effect.promise(async (): Promise<{ ok: string } | { error: string }> => {
+        try {
+          const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) })
+          if (!response.ok) return { error: `HTTP ${response.status}` }
+          return { ok: (await response.text()).trim() }
+        } catch (error) {
+          const reason = error instanceof Error && error.name === "TimeoutError"
+            ? `no answer within ${FETCH_TIMEOUT_MS / 1000} s`
+            : error instanceof Error
+            ? (error.cause instanceof Error ? error.cause.message : error.message)
+            : String(error)
+          return { error: reason }
+        }
+      })
+      if ("error" in result) {
+        yield* Effect.logWarning(`instructions: cannot fetch ${url} (${result.error}); skipped`)
+        return undefined
+      }
+      urlCache.set(url, result.ok)
+      return result.ok
+    })
+
+  /** Expands one `instructions` file entry to existing files. */
+  const resolveEntry = (entry: string): Effect.Effect<ReadonlyArray<string>> => {
+    const expanded = entry === "~" ? instance.home : entry.startsWith("~/") ? path.join(instance.home, entry.slice(2)) : entry
+    if (path.isAbsolute(expanded)) return expandGlob(path.normalize(expanded))
+    const bases = projectEnabled ? projectDirs : [instance.paths.config]
+    return Effect.forEach(bases, (base) => expandGlob(path.join(base, expanded)), { concurrency: "unbounded" }).pipe(
+      Effect.map((lists) => lists.flat())
+    )
+  }
+
+  /** Configured files (resolved once) and URL contents (fetched once). */
+  const configured: Effect.Effect<{ readonly files: ReadonlyArray<string>; readonly urls: ReadonlyArray<Entry> }> = Effect.gen(
+    function*() {
+      const urlEntries = instructions.filter((entry) => /^https?:\/\//i.test(entry))
+      const fileEntries = instructions.filter((entry) => !/^https?:\/\//i.test(entry))
+      const [files, urls] = yield* Effect.all([
+        Effect.forEach(fileEntries, resolveEntry, { concurrency: "unbounded" }),
+        Effect.forEach(urlEntries, (url) => Effect.map(fetchUrl(url), (text) => ({ url, text })), {
+          concurrency: "unbounded"
+        })
+      ], { concurrency: "unbounded" })
+      return {
+        files: [...new Set(files.flat())],
+        urls: urls.flatMap(({ text, url }) => (text ? [{ kind: "url" as const, source: url, text }] : []))
+      }
+    }
+  ).pipe(Effect.withSpan("InstructionLoader.configured"))
+
+  // --- per step -------------------------------------------------------------------------------
+
+  const globalFile: Effect.Effect<string | undefined> = Effect.gen(function*() {
+    for (const file of [path.join(instance.paths.config, "AGENTS.md"), path.join(instance.home, ".claude", "CLAUDE.md")]) {
+      if (yield* isFile(file)) return file
+    }
+    return undefined
+  })
+
+  /** The project files of the first name with any hit, work-tree root first. */
+  const projectFiles: Effect.Effect<ReadonlyArray<string>> = Effect.gen(function*() {
+    if (!projectEnabled) return []
+    const rootFirst = [...projectDirs].reverse()
+    const hits = yield* Effect.forEach(
+      PROJECT_FILES,
+      (name) =>
+        Effect.forEach(rootFirst, (dir) => {
+          const file = path.join(dir, name)
+          return Effect.map(isFile(file), (exists) => (exists ? [file] : []))
+        }, { concurrency: "unbounded" }).pipe(Effect.map((lists) => lists.flat())),
+      { concurrency: "unbounded" }
+    )
+    return hits.find((list) => list.length > 0) ?? []
+  })
+
+  const collect = (configuredOnce: typeof configured): Effect.Effect<ReadonlyArray<Entry>> =>
+    Effect.gen(function*() {
+      const [global, project, resolved] = yield* Effect.all([globalFile, projectFiles, configuredOnce], {
+        concurrency: "unbounded"
+      })
+      const paths = [...new Set([...(global ? [global] : []), ...project, ...resolved.files])]
+      const texts = yield* Effect.forEach(paths, readFile, { concurrency: "unbounded" })
+      const files = paths.flatMap((file, index) => {
+        const text = texts[index]
+        return text ? [{ kind: "file" as const, source: file, text }] : []
+      })
+      return [...files, ...resolved.urls]
+    })
+
+  const service = (configuredOnce: typeof configured): InstructionLoaderShape => {
+    const claims = new Map<string, Set<string>>()
+    const claimsOf = (messageID: string): Set<string> => {
+      let set = claims.get(messageID)
+      if (set === undefined) {
+        set = new Set()
+        claims.set(messageID, set)
+        if (claims.size > CLAIM_MESSAGES) claims.delete(claims.keys().next().value!)
+      }
+      return set
+    }
+
+    return {
+      system: Effect.fn("InstructionLoader.system")(function*() {
+        const entries = yield* collect(configuredOnce)
+        return entries.map((entry) => formatEntry(entry.source, entry.text))
+      }),
+      files: Effect.fn("InstructionLoader.files")(function*() {
+        const entries = yield* collect(configuredOnce)
+        return entries.filter((entry) => entry.kind === "file").map((entry) => entry.source)
+      }),
+      forRead: Effect.fn("InstructionLoader.forRead")(function*(input) {
+        const target = path.resolve(instance.directory, input.filePath)
+        if (!within(target, instance.worktree)) return undefined
+        const loaded = new Set((yield* collect(configuredOnce)).map((entry) => entry.source))
+        // One instruction file per directory (same name preference as the project files).
+        const candidates = yield* Effect.forEach(
+          upward(path.dirname(target), instance.worktree),
+          (dir) =>
+            Effect.gen(function*() {
+              for (const name of PROJECT_FILES) {
+                const file = path.join(dir, name)
+                if (yield* isFile(file)) return file
+              }
+              return undefined
+            }),
+          { concurrency: "unbounded" }
+        )
+        // Claim synchronously, so two reads of the same message cannot both attach a file.
+        const picked = yield* Effect.sync(() => {
+          const claimed = claimsOf(input.messageID)
+          const out: Array<string> = []
+          for (const file of candidates) {
+            if (file === undefined || file === target || loaded.has(file) || claimed.has(file)) continue
+            claimed.add(file)
+            out.push(file)
+          }
+          return out
+        })
+        if (picked.length === 0) return undefined
+        const texts = yield* Effect.forEach(picked, readFile, { concurrency: "unbounded" })
+        const blocks = picked.flatMap((file, index) => {
+          const text = texts[index]
+          return text ? [formatEntry(file, text)] : []
+        })
+        return blocks.length === 0 ? undefined : `<system-reminder>\n${blocks.join("\n\n")}\n</system-reminder>`
+      })
+    }
+  }
+
+  return { configured, service }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small glob: `*` and `?` within one path segment, `**` for any number of segments, `{a,b}`
+// alternatives. Enough for `instructions` entries; `.git` and `node_modules` are not entered.
+
+const MAGIC = /[*?{[]/
+const SKIP_DIRS: ReadonlySet<string> = new Set([".git", "node_modules"])
+const MAX_MATCHES = 1_000
+
+const segmentRegex = (segment: string): RegExp => {
+  let out = ""
+  let inBraces = false
+  for (const char of segment) {
+    if (char === "*") out += "[^/]*"
+    else if (char === "?") out += "[^/]"
+    else if (char === "{") {
+      out += "(?:"
+      inBraces = true
+    } else if (char === "}" && inBraces) {
+      out += ")"
+      inBraces = false
+    } else if (char === "," && inBraces) out += "|"
+    else out += char.replace(/[.+^$()|[\]\\]/g, "\\$&")
+  }
+  return new RegExp(`^${out}$`)
+}
+
+/** Existing files matching the absolute `pattern` (the pattern itself when it has no magic). */
+export const expandGlob = (pattern: string): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.promise(async () => {
+    const segments = pattern.split(path.sep)
+    const firstMagic = segments.findIndex((segment) => MAGIC.test(segment))
+    if (firstMagic < 0) {
+      const stat = await fsp.stat(pattern).catch(() => undefined)
+      return stat?.isFile() ? [pattern] : []
+    }
+    const base = segments.slice(0, firstMagic).join(path.sep) || path.sep
+    const rest = segments.slice(firstMagic).filter((segment) => segment !== "")
+    const matchers = rest.map((segment) => (segment === "**" ? "**" as const : segmentRegex(segment)))
+    const found: Array<string> = []
+
+    const walk = async (dir: string, index: number): Promise<void> => {
+      if (found.length >= MAX_MATCHES || index >= matchers.length) return
+      const matcher = matchers[index]!
+      if (matcher === "**") {
+        // `**` matches nothing here, or one more directory level.
+        await walk(dir, index + 1)
+      }
+      const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => [])
+      await Promise.all(entries.map(async (entry) => {
+        const full = path.join(dir, entry.name)
+        const isDir = entry.isDirectory() ||
+          (entry.isSymbolicLink() && (await fsp.stat(full).then((s) => s.isDirectory(), () => false)))
+        if (matcher === "**") {
+          if (isDir && !SKIP_DIRS.has(entry.name) && !entry.name.startsWith(".")) await walk(full, index)
+          else if (!isDir && index === matchers.length - 1) found.push(full)
+          return
+        }
+        if (!matcher.test(entry.name)) return
+        if (index === matchers.length - 1) {
+          if (!isDir) found.push(full)
+        } else if (isDir) {
+          await walk(full, index + 1)
+        }
+      }))
+    }
+    await walk(base, 0)
+    return [...new Set(found)].sort()
+  })

@@ -20,6 +20,8 @@ const userContent = (parts: ReadonlyArray<Part>, wrap: boolean): UserContent => 
     if (part.type === "text") {
       if (part.ignored || part.text === "") continue
       content.push({ type: "text", text: wrap && !part.synthetic ? midRunReminder(part.text) : part.text })
+    } else if (part.type === "compaction") {
+      content.push({ type: "text", text: Prompts.read("session/compaction-question.txt") })
     } else if (part.type === "file") {
       if (part.mime === "text/plain" || part.mime === "application/x-directory") continue
       content.push({ type: "file", data: part.url, mediaType: part.mime, ...(part.filename ? { filename: part.filename } : {}) })

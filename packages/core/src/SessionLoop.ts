@@ -33,6 +33,7 @@ import {
   Stream
 } from "effect"
 import { AgentRegistry } from "./AgentRegistry.js"
+import { Compaction } from "./Compaction.js"
 import { ConfigService } from "./ConfigService.js"
 import { Bus } from "./Bus.js"
 import * as Identifier from "./Identifier.js"
@@ -120,6 +121,8 @@ export interface SessionLoopShape {
 /** Defaults that OpenCode uses; the retry cap is ours (OpenCode retries forever). */
 const DEFAULT_RETRY_ATTEMPTS = 10
 const DOOM_LOOP_THRESHOLD = 3
+const COMPACTION_NOT_ENOUGH =
+  "The conversation no longer fits the model's context window, even right after summarizing it. Start a new session or use a model with a larger window."
 const TITLE_MAX = 100
 
 const emptyUsage = (): TokenUsage => ({ input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } })
@@ -163,6 +166,7 @@ export class SessionLoop extends Context.Tag("@agent/core/SessionLoop")<SessionL
     | PermissionService
     | Truncation
     | InstructionLoader
+    | Compaction
     | ConfigService
     | Instance
   > = Layer.scoped(SessionLoop, make())
@@ -179,6 +183,7 @@ function make() {
     const permissions = yield* PermissionService
     const truncation = yield* Truncation
     const instructions = yield* InstructionLoader
+    const compaction = yield* Compaction
     const config = yield* (yield* ConfigService).get()
     const instance = yield* Instance
     const layerScope = yield* Effect.scope
@@ -314,6 +319,38 @@ function make() {
           return isFinished(last)
         }
 
+        /** The newest finished step after the latest summary (steps before it were already summarized). */
+        const lastFinishedAfterSummary = () => {
+          for (let index = history.length - 1; index >= 0; index--) {
+            const message = history[index]!
+            if (message.info.role === "assistant" && message.info.summary) return undefined
+            if (isFinished(message) || (message.info.role === "assistant" && message.info.finish === "tool-calls")) return message
+          }
+          return undefined
+        }
+
+        let compactedWithoutStep = false
+        /** Replaces the in-memory history by [tail, summary request, summary] (+ a nudge to go on). */
+        const compactHistory = (input: { model: ResolvedModel; user: UserMessage; auto: boolean; overflow: boolean }) =>
+          Effect.gen(function*() {
+            const result = yield* compaction.compact({ sessionID, history, ...input }).pipe(
+              Effect.catchAll((error) => stopRun("error", errorOf("CompactionError", `Summarizing the session failed: ${error.message}`)))
+            )
+            history.length = 0
+            history.push(...result.tail, result.user, result.summary)
+            compactedWithoutStep = true
+            touch()
+            if (input.auto) {
+              const nudge = yield* createUserMessage({
+                sessionID,
+                parts: [{ type: "text", text: Prompts.read("session/continue.txt"), synthetic: true }],
+                agent: input.user.agent,
+                model: input.user.model
+              }).pipe(Effect.orDie)
+              history.push(nudge)
+            }
+          })
+
         let step = 0
         const loop: Effect.Effect<Ending, LoopError | StopRun> = Effect.gen(function*() {
           for (;;) {
@@ -330,7 +367,21 @@ function make() {
             if (step === 1 && !session.parentID && session.title.startsWith("New session - ")) {
               yield* FiberSet.run(background, generateTitle(sessionID, user, model))
             }
+            // The last step filled the window: summarize before asking again. Only steps after
+            // the latest summary count, and never twice without a real step in between.
+            const lastStep = lastFinishedAfterSummary()
+            if (compaction.auto && lastStep && compaction.isOverflow(lastStep.info as AssistantMessage, model.info)) {
+              if (compactedWithoutStep) return yield* stopRun("error", errorOf("ContextOverflowError", COMPACTION_NOT_ENOUGH))
+              yield* compactHistory({ model, user: user.info, auto: true, overflow: false })
+              continue
+            }
             const outcome = yield* processStep({ agent, model, user, step })
+            if (outcome?.reason === "error" && outcome.error?.data.contextOverflow === true && compaction.auto) {
+              if (compactedWithoutStep) return yield* stopRun("error", errorOf("ContextOverflowError", COMPACTION_NOT_ENOUGH))
+              yield* compactHistory({ model, user: user.info, auto: true, overflow: true })
+              continue
+            }
+            compactedWithoutStep = false
             if (outcome) return outcome
             const limits = agent.limits
             if (limits?.tokens && runUsage.tokens >= limits.tokens) {
@@ -423,9 +474,22 @@ function make() {
               break
             }
           }
+          // After a compaction the model sees the summary first, then the turns kept verbatim.
+          let summaryIndex = -1
+          for (let index = history.length - 1; index >= 1; index--) {
+            const message = history[index]!
+            if (message.info.role === "assistant" && message.info.summary && message.info.time.completed !== undefined) {
+              summaryIndex = index
+              break
+            }
+          }
+          const order = summaryIndex < 0
+            ? history.map((_, index) => index)
+            : [summaryIndex - 1, summaryIndex, ...history.slice(0, summaryIndex - 1).map((_, index) => index),
+              ...history.slice(summaryIndex + 1).map((_, index) => summaryIndex + 1 + index)]
           let planBefore = false
           let assistantBefore = false
-          for (let index = 0; index < history.length; index++) {
+          for (const index of order) {
             const message = history[index]!
             const wrap = stepNumber > 1 && message.info.role === "user" && index > lastFinishedIndex && assistantBefore
             if (message.info.role === "assistant") {

@@ -23,7 +23,13 @@ export const SessionErrored = event("session.error", {
   sessionID: Schema.optional(SessionID),
   error: Schema.optional(MessageError)
 })
-export const SessionCompacted = event("session.compacted", { sessionID: SessionID })
+export const SessionCompacted = event("session.compacted", {
+  sessionID: SessionID,
+  /** Estimated tokens of the history before and after (this runtime's addition). */
+  tokensBefore: Schema.optional(Schema.Number),
+  tokensAfter: Schema.optional(Schema.Number),
+  auto: Schema.optional(Schema.Boolean)
+})
 export const SessionDiff = event("session.diff", { sessionID: SessionID, diff: Schema.Array(FileDiff) })
 export const MessageUpdated = event("message.updated", { info: Message })
 export const MessageRemoved = event("message.removed", { sessionID: SessionID, messageID: MessageID })

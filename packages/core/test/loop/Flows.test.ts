@@ -323,16 +323,22 @@ describe("retries", () => {
     )
   })
 
-  it.scoped("context overflow is never retried", () => {
-    const model = ScriptedModel.make([ScriptedModel.contextOverflow(), "unused"])
-    return withRuntime({ model }, ({ loop, sessionID }) =>
-      Effect.gen(function*() {
-        const outcome = yield* say(loop, sessionID, "hi")
-        expect(outcome.reason).toBe("error")
-        expect(outcome.error?.data).toMatchObject({ contextOverflow: true })
-        expect(model.calls).toHaveLength(1)
-      }))
-  })
+  it.scoped("context overflow is never retried: it is compacted, or with compaction off it ends the run", () =>
+    Effect.gen(function*() {
+      const compacting = ScriptedModel.make([ScriptedModel.contextOverflow(), "Summary of the work.", "Answer after the summary."])
+      const compacted = yield* withRuntime({ model: compacting }, ({ loop, sessionID }) => say(loop, sessionID, "hi"))
+      expect(compacted.reason).toBe("completed")
+      expect(compacting.calls).toHaveLength(3)
+
+      const off = ScriptedModel.make([ScriptedModel.contextOverflow(), "unused"])
+      const ended = yield* withRuntime(
+        { model: off, files: { "project/agent.json": { compaction: { auto: false } } } },
+        ({ loop, sessionID }) => say(loop, sessionID, "hi")
+      )
+      expect(ended.reason).toBe("error")
+      expect(ended.error?.data).toMatchObject({ contextOverflow: true })
+      expect(off.calls).toHaveLength(1)
+    }))
 })
 
 describe("abort, concurrency and resume", () => {

@@ -1,0 +1,333 @@
+import { Deferred, Effect, Exit, Fiber, Schema } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Instance } from "../Instance.js"
+import type { InstanceInfo } from "../Instance.js"
+import * as Prompts from "../Prompts.js"
+import * as Tool from "../Tool.js"
+import { Truncation } from "../Truncate.js"
+import { expandPath, externalDirectories, parseCommand } from "./BashParse.js"
+
+const TOOL = "bash"
+
+/** Used when the call gives no timeout (`AGENT_BASH_DEFAULT_TIMEOUT_MS` overrides). */
+export const DEFAULT_TIMEOUT_MS = 120_000
+/** The longest a single command may run. */
+export const MAX_TIMEOUT_MS = 600_000
+/** Between SIGTERM and SIGKILL for a process group that will not stop. */
+export const KILL_GRACE_MS = 3_000
+/** Live output is published at most this often. */
+export const UPDATE_INTERVAL_MS = 100
+/** The output preview in metadata (live and final) holds at most this many characters. */
+export const PREVIEW_CHARS = 30_000
+/**
+ * Output kept in memory. A command that prints more keeps only its most recent output; the
+ * dropped part is noted at the top of what is saved.
+ */
+export const MAX_BUFFER_CHARS = 16 * 1024 * 1024
+/** After the shell exits, how long to wait for background children to let go of its pipes. */
+const DRAIN_MS = 200
+const POLL_MS = 25
+
+const Parameters = Schema.Struct({
+  command: Schema.String.annotations({ description: "The command to execute" }),
+  timeout: Schema.optional(
+    Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(MAX_TIMEOUT_MS)).annotations({
+      description: `Optional timeout in milliseconds (max ${MAX_TIMEOUT_MS})`
+    })
+  ),
+  workdir: Schema.optional(
+    Schema.String.annotations({
+      description: "The working directory to run the command in. Defaults to the project directory. Use this instead of 'cd'."
+    })
+  ),
+  description: Schema.String.annotations({
+    description:
+      "Clear, concise description of what this command does in 5-10 words, e.g. 'Lists files in current directory' or 'Installs package dependencies'"
+  })
+})
+
+/** The default timeout for `instance`, from `AGENT_BASH_DEFAULT_TIMEOUT_MS` when that is a positive integer. */
+export const defaultTimeout = (instance: InstanceInfo): number => {
+  const raw = instance.env.AGENT_BASH_DEFAULT_TIMEOUT_MS
+  const value = raw === undefined ? NaN : Number(raw)
+  return Number.isInteger(value) && value > 0 ? Math.min(value, MAX_TIMEOUT_MS) : DEFAULT_TIMEOUT_MS
+}
+
+const SH_LIKE: ReadonlySet<string> = new Set(["bash", "zsh", "sh", "dash", "ksh", "mksh", "ash", "yash"])
+
+/** The user's `$SHELL` when it understands POSIX `-c` scripts, else bash, else sh. */
+export const shellFor = (instance: InstanceInfo): string => {
+  const preferred = instance.env.SHELL
+  if (preferred && path.isAbsolute(preferred) && SH_LIKE.has(path.basename(preferred)) && fs.existsSync(preferred)) {
+    return preferred
+  }
+  return fs.existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh"
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output: stdout and stderr interleaved in arrival order.
+
+class OutputBuffer {
+  private chunks: Array<string> = []
+  private size = 0
+  private dropped = 0
+  /** Bumped on every append, so the publisher knows whether anything is new. */
+  version = 0
+
+  append = (chunk: string) => {
+    if (chunk.length === 0) return
+    this.chunks.push(chunk)
+    this.size += chunk.length
+    this.version++
+    while (this.size > MAX_BUFFER_CHARS && this.chunks.length > 1) {
+      const first = this.chunks.shift()!
+      this.size -= first.length
+      this.dropped += first.length
+    }
+  }
+
+  /** The last `limit` characters. */
+  tail(limit: number): string {
+    const parts: Array<string> = []
+    let length = 0
+    for (let index = this.chunks.length - 1; index >= 0 && length < limit; index--) {
+      const chunk = this.chunks[index]!
+      parts.push(chunk)
+      length += chunk.length
+    }
+    const joined = parts.reverse().join("")
+    return joined.length > limit ? joined.slice(joined.length - limit) : joined
+  }
+
+  text(): string {
+    const body = this.chunks.join("")
+    return this.dropped > 0 ? `[${this.dropped} characters of earlier output were not kept]\n${body}` : body
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process groups. The shell is started detached, so it leads its own group and every process
+// it starts (pipes, background jobs, their children) can be signalled at once.
+
+const signalGroup = (pgid: number, signal: NodeJS.Signals | 0): boolean => {
+  try {
+    process.kill(-pgid, signal)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+const waitGroupGone = (pgid: number, ms: number) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + ms
+    while (signalGroup(pgid, 0)) {
+      if (Date.now() >= deadline) return false
+      yield* Effect.sleep(POLL_MS)
+    }
+    return true
+  })
+
+interface ShellExit {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+}
+
+interface Running {
+  readonly child: ChildProcess
+  readonly output: OutputBuffer
+  /** Completes when the shell has exited and its output has drained (or failed to start). */
+  readonly done: Deferred.Deferred<ShellExit, Error>
+  /** When SIGTERM went to the group, so a second termination does not restart the grace period. */
+  terminatedAt?: number
+}
+
+/**
+ * SIGTERM to the whole group, SIGKILL once `KILL_GRACE_MS` have passed since the SIGTERM if
+ * anything in it is still alive. Safe to call twice: an interrupted termination is resumed.
+ */
+const terminate = (running: Running) =>
+  Effect.gen(function*() {
+    const pgid = running.child.pid
+    if (pgid === undefined) return
+    if (running.terminatedAt === undefined) {
+      running.terminatedAt = Date.now()
+      if (!signalGroup(pgid, "SIGTERM")) return
+    }
+    if (yield* waitGroupGone(pgid, running.terminatedAt + KILL_GRACE_MS - Date.now())) return
+    signalGroup(pgid, "SIGKILL")
+    yield* waitGroupGone(pgid, 1_000)
+  })
+
+const start = (shell: string, command: string, cwd: string, env: NodeJS.ProcessEnv) =>
+  Effect.gen(function*() {
+    const done = yield* Deferred.make<ShellExit, Error>()
+    return yield* Effect.try({
+      try: (): Running => {
+        const output = new OutputBuffer()
+        const child = spawn(shell, ["-c", command], { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+        child.stdout!.setEncoding("utf8")
+        child.stderr!.setEncoding("utf8")
+        child.stdout!.on("data", output.append)
+        child.stderr!.on("data", output.append)
+        let exited: ShellExit | undefined
+        let drain: NodeJS.Timeout | undefined
+        const finish = (exit: Exit.Exit<ShellExit, Error>) => {
+          if (drain) clearTimeout(drain)
+          Deferred.unsafeDone(done, exit)
+        }
+        child.once("error", (error) => finish(Exit.fail(error)))
+        child.once("exit", (code, signal) => {
+          exited = { code, signal }
+          // Background jobs may keep the pipes open; do not wait for them.
+          drain = setTimeout(() => finish(Exit.succeed(exited!)), DRAIN_MS)
+        })
+        child.once("close", (code: number | null, signal: NodeJS.Signals | null) =>
+          finish(Exit.succeed(exited ?? { code, signal }))
+        )
+        return { child, output, done }
+      },
+      catch: (error) => new Tool.ToolExecutionError({ tool: TOOL, detail: `Could not start ${shell}: ${String(error)}` })
+    })
+  })
+
+/** Stops reading; ends the group unless the shell finished on its own. */
+const release = (running: Running, killGroup: boolean) =>
+  Effect.gen(function*() {
+    if (killGroup) yield* terminate(running)
+    running.child.stdout?.destroy()
+    running.child.stderr?.destroy()
+  })
+
+type Ending = "exit" | "timeout" | "aborted"
+
+const abortedBy = (signal: AbortSignal) =>
+  Effect.async<void>((resume) => {
+    if (signal.aborted) return resume(Effect.void)
+    const onAbort = () => resume(Effect.void)
+    signal.addEventListener("abort", onAbort, { once: true })
+    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
+  })
+
+// ---------------------------------------------------------------------------------------------
+
+const timeoutNotice = (ms: number) =>
+  `The command was terminated because it exceeded the timeout of ${ms} ms. If it needs more time, ` +
+  `run it again with a larger timeout (at most ${MAX_TIMEOUT_MS} ms), or start it in the background ` +
+  `with its output redirected to a file and check on it later.`
+
+const abortNotice = "The user aborted the command before it finished; it was stopped."
+
+export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = Effect.gen(function*() {
+  const instance = yield* Instance
+  const truncation = yield* Truncation
+  const fallbackTimeout = defaultTimeout(instance)
+  const env: NodeJS.ProcessEnv = Object.fromEntries(
+    Object.entries(instance.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
+  )
+
+  const description = Prompts.read("tool/bash.txt")
+    .replaceAll("{{DEFAULT_TIMEOUT_MS}}", String(fallbackTimeout))
+    .replaceAll("{{MAX_TIMEOUT_MS}}", String(MAX_TIMEOUT_MS))
+
+  const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
+
+  return Tool.make({
+    id: TOOL,
+    description,
+    parameters: Parameters,
+    execute: (params, ctx) =>
+      Effect.gen(function*() {
+        if (params.command.trim() === "") return yield* fail("The command is empty. Pass the shell command to run.")
+        const timeout = params.timeout ?? fallbackTimeout
+        const workdir = params.workdir === undefined
+          ? instance.directory
+          : path.resolve(instance.directory, expandPath(params.workdir, instance))
+        const stat = yield* Effect.sync(() => fs.statSync(workdir, { throwIfNoEntry: false }))
+        if (stat === undefined) {
+          return yield* fail(`The working directory ${workdir} does not exist. Create it first or pass an existing workdir.`)
+        }
+        if (!stat.isDirectory()) return yield* fail(`The working directory ${workdir} is not a directory.`)
+
+        const parsed = yield* parseCommand(params.command).pipe(Effect.mapError((error) => fail(error.message)))
+        const directories = yield* Effect.sync(() => externalDirectories(parsed.commands, { instance, workdir }))
+        if (directories.length > 0) {
+          yield* ctx.ask({
+            permission: "external_directory",
+            patterns: directories,
+            always: directories,
+            metadata: { command: params.command, directories }
+          })
+        }
+        if (parsed.patterns.length > 0) {
+          yield* ctx.ask({
+            permission: TOOL,
+            patterns: parsed.patterns,
+            always: parsed.always,
+            metadata: { command: params.command, description: params.description }
+          })
+        }
+
+        const shell = shellFor(instance)
+        const { ending, exit, text } = yield* Effect.acquireUseRelease(
+          start(shell, params.command, workdir, env),
+          (running) =>
+            Effect.gen(function*() {
+              yield* ctx.metadata({ metadata: { output: "", description: params.description } })
+              const publisher = yield* Effect.gen(function*() {
+                let published = 0
+                for (;;) {
+                  yield* Effect.sleep(UPDATE_INTERVAL_MS)
+                  if (running.output.version === published) continue
+                  published = running.output.version
+                  yield* ctx.metadata({
+                    metadata: { output: running.output.tail(PREVIEW_CHARS), description: params.description }
+                  })
+                }
+              }).pipe(Effect.catchAllCause(Effect.logError), Effect.fork)
+
+              const finished = Effect.either(Deferred.await(running.done))
+              const ending: Ending = yield* Effect.raceAll([
+                Effect.as(finished, "exit" as const),
+                Effect.as(Effect.sleep(timeout), "timeout" as const),
+                Effect.as(abortedBy(ctx.abort), "aborted" as const)
+              ])
+              if (ending !== "exit") yield* terminate(running)
+              // Once the group is gone the shell has exited; a process that left the group may
+              // still hold the pipes, which the drain timer covers.
+              const outcome = yield* finished.pipe(Effect.timeout(2_000), Effect.orElseSucceed(() => undefined))
+              if (outcome !== undefined && outcome._tag === "Left") {
+                return yield* fail(`Could not run the command with ${shell}: ${outcome.left.message}`)
+              }
+              const exit: ShellExit = outcome?._tag === "Right" ? outcome.right : { code: null, signal: null }
+              yield* Fiber.interrupt(publisher)
+              return { ending, exit, text: running.output.text() }
+            }),
+          (running, result) =>
+            release(running, !(Exit.isSuccess(result) && result.value.ending === "exit"))
+        )
+
+        const preview = text.length > PREVIEW_CHARS ? text.slice(text.length - PREVIEW_CHARS) : text
+        let full = text.length > 0 ? text : "(no output)"
+        if (ending === "timeout") full += `\n\n<shell_metadata>\n${timeoutNotice(timeout)}\n</shell_metadata>`
+        if (ending === "aborted") full += `\n\n<shell_metadata>\n${abortNotice}\n</shell_metadata>`
+        const cut = yield* truncation.output(full, { direction: "tail" })
+
+        return {
+          title: params.description,
+          output: cut.content,
+          // Output that fits is left as is by the loop's own pass too; only a cut one must be skipped.
+          truncated: cut.truncated,
+          metadata: {
+            exit: exit.code,
+            description: params.description,
+            output: preview,
+            ...(cut.truncated ? { truncated: true } : {}),
+            ...(cut.outputPath !== undefined ? { outputPath: cut.outputPath } : {})
+          }
+        } satisfies Tool.ToolResult
+      })
+  })
+})

@@ -1,0 +1,285 @@
+import { Data, Effect } from "effect"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import { Language, type Node, Parser } from "web-tree-sitter"
+import * as BashArity from "../BashArity.js"
+import type { InstanceInfo } from "../Instance.js"
+import { isInsideProject, realPath } from "./ExternalDirectory.js"
+
+/**
+ * Splits a shell command into the simple commands it runs, so every one of them is checked
+ * against the `bash` rules on its own: a denied `rm` hidden in `ls && rm -rf x`, in a pipe,
+ * a subshell, `$( )`, backticks or a loop body is still seen.
+ */
+
+/** One simple command of a script. */
+export interface BashCommand {
+  /** The permission pattern: the command's source text, with its redirects when it has any. */
+  readonly text: string
+  /** The command name and its arguments as words, quotes and escapes removed. */
+  readonly tokens: ReadonlyArray<string>
+}
+
+export interface ParsedCommand {
+  /** Every simple command, in source order, including `cd` and friends. */
+  readonly commands: ReadonlyArray<BashCommand>
+  /** `bash` permission patterns, de-duplicated, in source order. */
+  readonly patterns: ReadonlyArray<string>
+  /** The matching "always allow" patterns (`git status *`), de-duplicated. */
+  readonly always: ReadonlyArray<string>
+  /**
+   * tree-sitter could not make sense of part of the input. The whole command is then added
+   * as one more pattern (and as its own exact "always" entry), so a rule still sees it.
+   */
+  readonly incomplete: boolean
+}
+
+/** The parser could not be loaded (a broken installation), or gave up on the input. */
+export class BashParseError extends Data.TaggedError("BashParseError")<{ readonly reason: string }> {
+  override get message() {
+    return `Could not parse the shell command: ${this.reason}`
+  }
+}
+
+/** Changing directory is not an action a rule should have to allow. */
+const DIRECTORY_CHANGES: ReadonlySet<string> = new Set(["cd", "chdir", "pushd", "popd"])
+
+/** Commands whose arguments are paths, checked against the project boundary. */
+export const FILE_COMMANDS: ReadonlySet<string> = new Set([
+  "cd", "chdir", "pushd", "popd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown", "cat", "ln", "rmdir"
+])
+
+/** Builtins that are not `command` nodes in the grammar but still act (`export`, `unset`). */
+const COMMAND_TYPES: ReadonlySet<string> = new Set(["command", "declaration_command", "unset_command"])
+
+// ---------------------------------------------------------------------------------------------
+// The parser: loaded once per process, on first use. Both wasm files ship in node_modules.
+
+const require = createRequire(import.meta.url)
+let loading: Promise<Parser> | undefined
+
+const loadParser = (): Promise<Parser> => {
+  loading ??= (async () => {
+    const runtime = require.resolve("web-tree-sitter/tree-sitter.wasm")
+    await Parser.init({ locateFile: () => runtime })
+    const language = await Language.load(require.resolve("tree-sitter-bash/tree-sitter-bash.wasm"))
+    const parser = new Parser()
+    parser.setLanguage(language)
+    return parser
+  })().catch((error: unknown) => {
+    // A failed load may be retried by the next call.
+    loading = undefined
+    throw error
+  })
+  return loading
+}
+
+// ---------------------------------------------------------------------------------------------
+// Words. The value of an argument is what the command receives, as far as it can be known
+// without running anything: quotes and escapes go, expansions (`$HOME`, `$(...)`) stay as written.
+
+const unescapeWord = (text: string): string => text.replace(/\\\n/g, "").replace(/\\(.)/gs, "$1")
+
+const unescapeDoubleQuoted = (text: string): string => text.replace(/\\\n/g, "").replace(/\\([$`"\\])/g, "$1")
+
+const valueOf = (node: Node): string => {
+  switch (node.type) {
+    case "word":
+    case "number":
+      return unescapeWord(node.text)
+    case "string":
+      return unescapeDoubleQuoted(node.text.slice(1, -1))
+    case "raw_string":
+      return node.text.slice(1, -1)
+    case "ansi_c_string":
+    case "translated_string":
+      return node.text.slice(2, -1)
+    case "command_name":
+      return node.namedChildCount === 1 ? valueOf(node.namedChild(0)!) : node.text
+    case "concatenation": {
+      // Children need not cover the whole text; the gaps are plain word characters.
+      const source = node.text
+      const base = node.startIndex
+      let at = 0
+      let value = ""
+      for (const child of node.namedChildren) {
+        if (child === null) continue
+        value += unescapeWord(source.slice(at, child.startIndex - base)) + valueOf(child)
+        at = child.endIndex - base
+      }
+      return value + unescapeWord(source.slice(at))
+    }
+    default:
+      return node.text
+  }
+}
+
+const tokensOf = (node: Node): Array<string> => {
+  if (node.type === "command") {
+    const name = node.childForFieldName("name")
+    if (name === null) return []
+    const args = node.childrenForFieldName("argument").filter((child): child is Node => child !== null)
+    return [valueOf(name), ...args.map(valueOf)]
+  }
+  // declaration_command / unset_command: the keyword, then each operand as written.
+  const keyword = node.child(0)
+  const operands = node.namedChildren.filter((child): child is Node => child !== null).map(valueOf)
+  return keyword === null ? operands : [keyword.text, ...operands]
+}
+
+/**
+ * A command is checked with its redirects: `echo hi > out.txt`. The grammar hangs a redirect
+ * written after `a && b` or `a | b` on the whole list or pipeline, but the shell applies it to
+ * the last command only, so that command's pattern runs to the end of the redirect. A redirect
+ * on a `{ … }` group or a subshell belongs to no single command.
+ */
+const patternTextOf = (node: Node, source: string): string => {
+  let current = node
+  let end = node.endIndex
+  for (let parent = current.parent; parent !== null; parent = current.parent) {
+    if (parent.type === "redirected_statement" && parent.childForFieldName("body")?.id === current.id) {
+      end = parent.endIndex
+    } else if (!((parent.type === "list" || parent.type === "pipeline") && parent.lastNamedChild?.id === current.id)) {
+      break
+    }
+    current = parent
+  }
+  return source.slice(node.startIndex, end)
+}
+
+const collect = (node: Node, source: string, into: Array<BashCommand>): void => {
+  // A command the parser only invented to repair broken input (`ls &&`) has no text.
+  if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") {
+    into.push({ text: patternTextOf(node, source), tokens: tokensOf(node) })
+  }
+  for (const child of node.namedChildren) if (child !== null) collect(child, source, into)
+}
+
+/** The always-allow pattern of a command: its arity prefix and anything after it. */
+export const alwaysPattern = (tokens: ReadonlyArray<string>): string => `${BashArity.prefix(tokens).join(" ")} *`
+
+/** Parses `command` into the simple commands it runs and the permission patterns they need. */
+export const parseCommand = (command: string): Effect.Effect<ParsedCommand, BashParseError> =>
+  Effect.tryPromise({
+    try: loadParser,
+    catch: (error) => new BashParseError({ reason: `the bash grammar could not be loaded (${String(error)})` })
+  }).pipe(
+    Effect.flatMap((parser) =>
+      Effect.try({
+        try: () => {
+          const tree = parser.parse(command)
+          if (tree === null) throw new Error("the parser returned no tree")
+          try {
+            const commands: Array<BashCommand> = []
+            collect(tree.rootNode, command, commands)
+            const patterns = new Set<string>()
+            const always = new Set<string>()
+            for (const entry of commands) {
+              const name = entry.tokens[0]
+              if (name === undefined || DIRECTORY_CHANGES.has(name)) continue
+              patterns.add(entry.text)
+              always.add(alwaysPattern(entry.tokens))
+            }
+            const incomplete = tree.rootNode.hasError
+            const whole = command.trim()
+            if (incomplete && whole !== "") {
+              patterns.add(whole)
+              always.add(whole)
+            }
+            return { commands, patterns: [...patterns], always: [...always], incomplete } satisfies ParsedCommand
+          } finally {
+            tree.delete()
+          }
+        },
+        catch: (error) => new BashParseError({ reason: String(error) })
+      })
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------
+// Paths outside the project.
+
+/** `~`, `~/x`, `$NAME/x` and `${NAME}/x` as the shell would see them; unknown variables are empty. */
+export const expandPath = (arg: string, instance: InstanceInfo): string => {
+  const home = instance.home
+  let value = arg
+  if (value === "~") value = home
+  else if (value.startsWith("~/")) value = path.join(home, value.slice(2))
+  return value.replace(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g, (_match, braced, bare) => {
+    const name = (braced ?? bare) as string
+    return name === "HOME" ? home : instance.env[name] ?? ""
+  })
+}
+
+/** A chmod mode: octal (`755`) or symbolic (`u+x`, `-w`, `a=r,u+w`). */
+const CHMOD_MODE = /^(?:[0-7]{1,4}|(?:[ugoa]*[-+=][rwxXstugo]*)(?:,[ugoa]*[-+=][rwxXstugo]*)*)$/
+
+/** The arguments of a file command that name paths: flags, chmod modes and chown owners are skipped. */
+export const pathArguments = (tokens: ReadonlyArray<string>): Array<string> => {
+  const [name, ...args] = tokens
+  if (name === undefined || !FILE_COMMANDS.has(name)) return []
+  const paths: Array<string> = []
+  let optionsEnded = false
+  let modeSeen = name !== "chmod" || args.some((arg) => arg.startsWith("--reference"))
+  let ownerSeen = name !== "chown" || args.some((arg) => arg.startsWith("--reference"))
+  for (const arg of args) {
+    if (arg === "") continue
+    if (!modeSeen && CHMOD_MODE.test(arg)) {
+      modeSeen = true
+      continue
+    }
+    if (!optionsEnded) {
+      if (arg === "--") {
+        optionsEnded = true
+        continue
+      }
+      if (arg.startsWith("-")) continue
+      if ((name === "pushd" || name === "popd") && arg.startsWith("+")) continue
+    }
+    if (!ownerSeen) {
+      ownerSeen = true
+      continue
+    }
+    paths.push(arg)
+  }
+  // A bare `cd` goes home.
+  if (args.length === 0 && (name === "cd" || name === "chdir")) paths.push("~")
+  return paths
+}
+
+const isDirectory = (target: string): boolean => {
+  try {
+    return fs.statSync(target).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+/** `<dir>/*` for a path outside the project: the directory itself, or a file's parent. */
+const globOf = (target: string): string => {
+  const real = realPath(target)
+  return path.join(isDirectory(real) ? real : path.dirname(real), "*")
+}
+
+/**
+ * The `external_directory` patterns a script needs: the working directory when it lies outside
+ * the project, and every path argument of a file command that does. Relative paths are taken
+ * from `workdir`; symlinks are followed, so a link inside the project that points out counts
+ * as outside.
+ */
+export const externalDirectories = (
+  commands: ReadonlyArray<BashCommand>,
+  options: { readonly instance: InstanceInfo; readonly workdir: string }
+): Array<string> => {
+  const { instance, workdir } = options
+  const globs = new Set<string>()
+  if (!isInsideProject(instance, workdir)) globs.add(globOf(workdir))
+  for (const command of commands) {
+    for (const arg of pathArguments(command.tokens)) {
+      const absolute = path.resolve(workdir, expandPath(arg, instance))
+      if (!isInsideProject(instance, absolute)) globs.add(globOf(absolute))
+    }
+  }
+  return [...globs]
+}

@@ -1,0 +1,409 @@
+import { Either } from "effect"
+
+/**
+ * Where an `oldString` sits in a file. Models rarely copy a passage byte for byte (indentation,
+ * stray whitespace, over-escaped quotes), so the match is tried with strategies of increasing
+ * tolerance, in OpenCode's order; the first strategy that finds anything decides. Pure: works on
+ * text whose line endings are already `\n`.
+ */
+
+/** A matched passage: `content.slice(start, end)`. */
+export interface Range {
+  readonly start: number
+  readonly end: number
+}
+
+export type StrategyName =
+  | "exact"
+  | "line-trimmed"
+  | "block-anchor"
+  | "whitespace-normalized"
+  | "indentation-flexible"
+  | "escape-normalized"
+  | "trimmed-boundary"
+  | "context-aware"
+  | "multi-occurrence"
+
+export interface Strategy {
+  readonly name: StrategyName
+  /** Every place in `content` this strategy accepts for `find` (possibly overlapping), in order. */
+  readonly find: (content: string, find: string) => ReadonlyArray<Range>
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/** Start offsets of every occurrence of `needle`, overlapping ones included (they make a match ambiguous). */
+const occurrences = (content: string, needle: string): Array<Range> => {
+  const found: Array<Range> = []
+  if (needle.length === 0) return found
+  let index = content.indexOf(needle)
+  while (index !== -1) {
+    found.push({ start: index, end: index + needle.length })
+    index = content.indexOf(needle, index + 1)
+  }
+  return found
+}
+
+interface Lines {
+  readonly lines: ReadonlyArray<string>
+  readonly starts: ReadonlyArray<number>
+}
+
+const linesOf = (content: string): Lines => {
+  const lines = content.split("\n")
+  const starts: Array<number> = []
+  let offset = 0
+  for (const line of lines) {
+    starts.push(offset)
+    offset += line.length + 1
+  }
+  return { lines, starts }
+}
+
+/** The lines of a search string; a trailing newline ends the last line instead of adding an empty one. */
+const searchLines = (find: string): { readonly lines: ReadonlyArray<string>; readonly trailingNewline: boolean } => {
+  const lines = find.split("\n")
+  if (lines.length > 1 && lines[lines.length - 1] === "") return { lines: lines.slice(0, -1), trailingNewline: true }
+  return { lines, trailingNewline: false }
+}
+
+/** The text of whole lines `first..first+count-1`, with the newline after them when the search ended in one. */
+const lineRange = (content: string, index: Lines, first: number, count: number, trailingNewline: boolean): Range => {
+  const last = first + count - 1
+  let end = index.starts[last]! + index.lines[last]!.length
+  if (trailingNewline && content[end] === "\n") end += 1
+  return { start: index.starts[first]!, end }
+}
+
+/** Windows of `find`'s line count where `same(windowLines, findLines)` holds. */
+const lineWindows = (
+  content: string,
+  find: string,
+  same: (window: ReadonlyArray<string>, search: ReadonlyArray<string>) => boolean,
+  minLines = 1
+): Array<Range> => {
+  const search = searchLines(find)
+  const count = search.lines.length
+  if (count < minLines) return []
+  const index = linesOf(content)
+  const found: Array<Range> = []
+  for (let first = 0; first + count <= index.lines.length; first++) {
+    if (same(index.lines.slice(first, first + count), search.lines)) {
+      found.push(lineRange(content, index, first, count, search.trailingNewline))
+    }
+  }
+  return found
+}
+
+const collapse = (text: string): string => text.replace(/\s+/g, " ").trim()
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+const indentOf = (line: string): number => line.length - line.trimStart().length
+
+/** The lines with their common leading indentation removed (blank lines do not count and become empty). */
+const dedent = (lines: ReadonlyArray<string>): Array<string> => {
+  const widths = lines.filter((line) => line.trim().length > 0).map(indentOf)
+  const common = widths.length === 0 ? 0 : Math.min(...widths)
+  return lines.map((line) => (line.trim().length === 0 ? "" : line.slice(common)))
+}
+
+/** Levenshtein distance, computed with two rows. */
+export const levenshtein = (a: string, b: string): number => {
+  if (a === b) return 0
+  if (a.length === 0) return b.length
+  if (b.length === 0) return a.length
+  let previous = new Int32Array(b.length + 1)
+  let current = new Int32Array(b.length + 1)
+  for (let j = 0; j <= b.length; j++) previous[j] = j
+  for (let i = 1; i <= a.length; i++) {
+    current[0] = i
+    const code = a.charCodeAt(i - 1)
+    for (let j = 1; j <= b.length; j++) {
+      const cost = code === b.charCodeAt(j - 1) ? 0 : 1
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost)
+    }
+    ;[previous, current] = [current, previous]
+  }
+  return previous[b.length]!
+}
+
+/** 1 for equal texts, 0 for nothing in common; beyond a size where the exact distance costs too much, line by line. */
+const similarity = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): number => {
+  const left = a.map((line) => line.trim()).join("\n")
+  const right = b.map((line) => line.trim()).join("\n")
+  const longest = Math.max(left.length, right.length)
+  if (longest === 0) return 1
+  if (left.length * right.length <= 25_000_000) return 1 - levenshtein(left, right) / longest
+  const pairs = Math.max(a.length, b.length)
+  let same = 0
+  for (let index = 0; index < Math.min(a.length, b.length); index++) if (a[index]!.trim() === b[index]!.trim()) same++
+  return same / pairs
+}
+
+/** How similar the middle of a block must be for block-anchor to accept it. */
+export const BLOCK_ANCHOR_SIMILARITY = 0.7
+/** Share of middle lines that must match for context-aware to accept a block. */
+export const CONTEXT_AWARE_SHARE = 0.5
+
+const unescape = (text: string): string =>
+  text.replace(/\\(n|t|r|"|'|`|\$|\\)/g, (_, char: string) => {
+    switch (char) {
+      case "n":
+        return "\n"
+      case "t":
+        return "\t"
+      case "r":
+        return "\r"
+      default:
+        return char
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Strategies, in cascade order
+
+/** The text exactly as given. */
+export const exact: Strategy = { name: "exact", find: (content, find) => occurrences(content, find) }
+
+/** Whole lines that are equal once each line is trimmed (indentation or trailing spaces differ). */
+export const lineTrimmed: Strategy = {
+  name: "line-trimmed",
+  find: (content, find) =>
+    lineWindows(content, find, (window, search) => window.every((line, index) => line.trim() === search[index]!.trim()))
+}
+
+/**
+ * Blocks of at least 3 lines whose first and last lines equal the search's (trimmed) and whose
+ * middle is similar (edit distance); the block may be a few lines longer or shorter.
+ */
+export const blockAnchor: Strategy = {
+  name: "block-anchor",
+  find: (content, find) => {
+    const search = searchLines(find)
+    const count = search.lines.length
+    if (count < 3) return []
+    const first = search.lines[0]!.trim()
+    const last = search.lines[count - 1]!.trim()
+    const middle = search.lines.slice(1, -1)
+    const index = linesOf(content)
+    const found: Array<Range> = []
+    for (let start = 0; start < index.lines.length; start++) {
+      if (index.lines[start]!.trim() !== first) continue
+      let best: { end: number; score: number } | undefined
+      const furthest = Math.min(index.lines.length - 1, start + 2 * count)
+      for (let end = start + 2; end <= furthest; end++) {
+        if (index.lines[end]!.trim() !== last) continue
+        const score = similarity(middle, index.lines.slice(start + 1, end))
+        if (best === undefined || score > best.score) best = { end, score }
+      }
+      if (best !== undefined && best.score >= BLOCK_ANCHOR_SIMILARITY) {
+        found.push(lineRange(content, index, start, best.end - start + 1, search.trailingNewline))
+      }
+    }
+    return found
+  }
+}
+
+/**
+ * Runs of whitespace count as one space: within a line for a one-line search (so it may match
+ * part of a line), line by line for a longer one.
+ */
+export const whitespaceNormalized: Strategy = {
+  name: "whitespace-normalized",
+  find: (content, find) => {
+    const search = searchLines(find)
+    if (search.lines.length === 1) {
+      const tokens = find.trim().split(/\s+/).filter((token) => token.length > 0)
+      if (tokens.length === 0) return []
+      const pattern = new RegExp(tokens.map(escapeRegExp).join("[ \\t]+"), "g")
+      const found: Array<Range> = []
+      for (const match of content.matchAll(pattern)) found.push({ start: match.index, end: match.index + match[0].length })
+      return found
+    }
+    return lineWindows(content, find, (window, lines) => window.every((line, index) => collapse(line) === collapse(lines[index]!)))
+  }
+}
+
+/** Whole lines equal once the block's common indentation is removed from both sides. */
+export const indentationFlexible: Strategy = {
+  name: "indentation-flexible",
+  find: (content, find) =>
+    lineWindows(content, find, (window, search) => {
+      const left = dedent(window)
+      const right = dedent(search)
+      return left.every((line, index) => line === right[index])
+    })
+}
+
+/** The search with `\n`, `\t`, `\"`, `\'`, `\\` (and `\r`, `` \` ``, `\$`) escapes turned into the characters. */
+export const escapeNormalized: Strategy = {
+  name: "escape-normalized",
+  find: (content, find) => {
+    const plain = unescape(find)
+    return plain === find ? [] : occurrences(content, plain)
+  }
+}
+
+/** The search without its leading and trailing whitespace (blank lines around a fragment). */
+export const trimmedBoundary: Strategy = {
+  name: "trimmed-boundary",
+  find: (content, find) => {
+    const trimmed = find.trim()
+    return trimmed === find || trimmed.length === 0 ? [] : occurrences(content, trimmed)
+  }
+}
+
+/**
+ * Blocks of the search's length (at least 3 lines) whose first and last lines match (trimmed)
+ * and where at least half of the middle lines match (trimmed).
+ */
+export const contextAware: Strategy = {
+  name: "context-aware",
+  find: (content, find) =>
+    lineWindows(
+      content,
+      find,
+      (window, search) => {
+        const count = search.length
+        if (window[0]!.trim() !== search[0]!.trim() || window[count - 1]!.trim() !== search[count - 1]!.trim()) return false
+        let same = 0
+        for (let index = 1; index < count - 1; index++) if (window[index]!.trim() === search[index]!.trim()) same++
+        return same / (count - 2) >= CONTEXT_AWARE_SHARE
+      },
+      3
+    )
+}
+
+/**
+ * Every exact occurrence. It accepts nothing `exact` does not, so in the cascade it never gets to
+ * decide; it is kept so the order mirrors OpenCode's and `replaceAll` has an explicit last resort.
+ */
+export const multiOccurrence: Strategy = {
+  name: "multi-occurrence",
+  find: (content, find) => {
+    const found: Array<Range> = []
+    if (find.length === 0) return found
+    let index = content.indexOf(find)
+    while (index !== -1) {
+      found.push({ start: index, end: index + find.length })
+      index = content.indexOf(find, index + find.length)
+    }
+    return found
+  }
+}
+
+export const strategies: ReadonlyArray<Strategy> = [
+  exact,
+  lineTrimmed,
+  blockAnchor,
+  whitespaceNormalized,
+  indentationFlexible,
+  escapeNormalized,
+  trimmedBoundary,
+  contextAware,
+  multiOccurrence
+]
+
+// ---------------------------------------------------------------------------------------------
+// Cascade
+
+export interface Located {
+  readonly strategy: StrategyName
+  /** Distinct matches of the deciding strategy, by position. */
+  readonly ranges: ReadonlyArray<Range>
+}
+
+export interface LocateOptions {
+  /** Only matches starting at or after this offset count. */
+  readonly from?: number
+  /** Only matches made of whole lines count (for patches, whose hunks are lines): start and end on line boundaries. */
+  readonly lineAligned?: boolean
+}
+
+/** The range starts at a line start and ends at a line end. */
+const isLineAligned = (content: string, range: Range) =>
+  (range.start === 0 || content[range.start - 1] === "\n") && (range.end === content.length || content[range.end] === "\n")
+
+/** Runs the cascade; the first strategy with at least one (admissible) match decides. */
+export const locate = (content: string, find: string, options: LocateOptions = {}): Located | undefined => {
+  if (find.length === 0) return undefined
+  const from = options.from ?? 0
+  for (const strategy of strategies) {
+    const seen = new Set<string>()
+    const ranges = strategy
+      .find(content, find)
+      .filter((range) => range.start >= from && (!options.lineAligned || isLineAligned(content, range)))
+      .filter((range) => {
+        const key = `${range.start}:${range.end}`
+        if (seen.has(key)) return false
+        seen.add(key)
+        return true
+      })
+      .sort((a, b) => a.start - b.start || a.end - b.end)
+    if (ranges.length > 0) return { strategy: strategy.name, ranges }
+  }
+  return undefined
+}
+
+export type ReplaceFailure =
+  | { readonly _tag: "Identical" }
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "MultipleMatches"; readonly strategy: StrategyName; readonly count: number }
+
+export interface Replaced {
+  readonly content: string
+  readonly strategy: StrategyName
+  /** How many passages were replaced. */
+  readonly count: number
+}
+
+/** Non-overlapping ranges, earliest first. */
+const disjoint = (ranges: ReadonlyArray<Range>): Array<Range> => {
+  const kept: Array<Range> = []
+  for (const range of ranges) if (kept.length === 0 || range.start >= kept[kept.length - 1]!.end) kept.push(range)
+  return kept
+}
+
+/**
+ * When only the trimmed search matched, drop the same surrounding whitespace from the replacement
+ * so the blank lines the model wrapped both strings in are not inserted into the file.
+ */
+const adjustReplacement = (strategy: StrategyName, oldString: string, newString: string): string => {
+  if (strategy !== "trimmed-boundary") return newString
+  const leading = oldString.slice(0, oldString.length - oldString.trimStart().length)
+  const trailing = oldString.slice(oldString.trimEnd().length)
+  let adjusted = newString
+  if (leading.length > 0 && adjusted.startsWith(leading)) adjusted = adjusted.slice(leading.length)
+  if (trailing.length > 0 && adjusted.endsWith(trailing)) adjusted = adjusted.slice(0, adjusted.length - trailing.length)
+  return adjusted
+}
+
+/**
+ * Replaces `oldString` with `newString` in `content` (all three with `\n` line endings). Without
+ * `replaceAll` the deciding strategy must find exactly one place.
+ */
+export const replace = (
+  content: string,
+  oldString: string,
+  newString: string,
+  replaceAll = false
+): Either.Either<Replaced, ReplaceFailure> => {
+  if (oldString === newString) return Either.left({ _tag: "Identical" })
+  const located = locate(content, oldString)
+  if (located === undefined) return Either.left({ _tag: "NotFound" })
+  if (!replaceAll && located.ranges.length > 1) {
+    return Either.left({ _tag: "MultipleMatches", strategy: located.strategy, count: located.ranges.length })
+  }
+  const replacement = adjustReplacement(located.strategy, oldString, newString)
+  const ranges = disjoint(located.ranges)
+  let result = ""
+  let cursor = 0
+  for (const range of ranges) {
+    result += content.slice(cursor, range.start) + replacement
+    cursor = range.end
+  }
+  result += content.slice(cursor)
+  return Either.right({ content: result, strategy: located.strategy, count: ranges.length })
+}

@@ -1,0 +1,346 @@
+import { Effect, Schema } from "effect"
+import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+import { StringDecoder } from "node:string_decoder"
+import { Instance } from "../Instance.js"
+import * as Prompts from "../Prompts.js"
+import * as Tool from "../Tool.js"
+import { levenshtein } from "./EditMatch.js"
+import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
+import * as FileTimes from "./FileTimes.js"
+
+const TOOL = "read"
+
+/** Lines shown when no limit is given. */
+export const DEFAULT_LIMIT = 2000
+/** Longer lines are cut to this many characters. */
+export const MAX_LINE_LENGTH = 2000
+/** The numbered lines of one call stop at 50 KB. */
+export const MAX_BYTES = 50 * 1024
+/** A directory listing shows at most this many entries per call. */
+export const MAX_ENTRIES = 1000
+/** Images and PDFs larger than this are not attached. */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
+
+const ATTACHMENT_TYPES: Readonly<Record<string, string>> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".pdf": "application/pdf"
+}
+
+const BINARY_EXTENSIONS = new Set([
+  ".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".zst",
+  ".exe", ".dll", ".so", ".dylib", ".o", ".a", ".lib", ".obj", ".bin", ".dat", ".wasm",
+  ".class", ".jar", ".war", ".pyc", ".pyo", ".node",
+  ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp",
+  ".ico", ".bmp", ".tif", ".tiff", ".psd",
+  ".mp3", ".mp4", ".wav", ".ogg", ".flac", ".avi", ".mov", ".mkv", ".webm",
+  ".ttf", ".otf", ".woff", ".woff2", ".eot",
+  ".sqlite", ".db", ".iso", ".dmg"
+])
+
+const Parameters = Schema.Struct({
+  filePath: Schema.String.annotations({
+    description: "Path of the file or directory to read, absolute or relative to the working directory"
+  }),
+  offset: Schema.optional(
+    Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)).annotations({
+      description: "Line number to start from, counting from 1 (0 is the same as 1)"
+    })
+  ),
+  limit: Schema.optional(
+    Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)).annotations({
+      description: `Maximum number of lines to show (default ${DEFAULT_LIMIT})`
+    })
+  )
+})
+
+const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
+
+const statOf = (file: string) =>
+  Effect.promise(() => fsp.stat(file).then((stat) => stat as fs.Stats | undefined, () => undefined))
+
+// ---------------------------------------------------------------------------------------------
+// Binary detection
+
+/** A NUL byte or more than 30% control characters in the first 4 KB. */
+export const looksBinary = (sample: Uint8Array): boolean => {
+  if (sample.length === 0) return false
+  let control = 0
+  for (const byte of sample) {
+    if (byte === 0) return true
+    if (byte < 9 || (byte > 13 && byte < 32)) control++
+  }
+  return control / sample.length > 0.3
+}
+
+const headOf = async (file: string): Promise<Uint8Array> => {
+  const handle = await fsp.open(file, "r")
+  try {
+    const buffer = Buffer.alloc(4096)
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+    return buffer.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text: streamed, so a huge file costs a scan, never its size in memory
+
+interface Slice {
+  /** The shown lines, already cut to the line length limit. */
+  readonly lines: ReadonlyArray<string>
+  /** Lines in the file; only known when the scan was not stopped by the byte cap. */
+  readonly total: number
+  /** Lines after the shown ones exist. */
+  readonly more: boolean
+  /** The 50 KB cap stopped the scan. */
+  readonly capped: boolean
+}
+
+const cutLine = (line: string): string => {
+  const text = line.endsWith("\r") ? line.slice(0, -1) : line
+  return text.length > MAX_LINE_LENGTH
+    ? `${text.slice(0, MAX_LINE_LENGTH)}... (line truncated to ${MAX_LINE_LENGTH} chars)`
+    : text
+}
+
+/** Reads lines `start..start+limit-1`; afterwards only counts newlines (on raw bytes) to know the total. */
+const scanLines = async (file: string, start: number, limit: number, signal: AbortSignal): Promise<Slice> => {
+  const stream = fs.createReadStream(file, { highWaterMark: 64 * 1024, signal })
+  const decoder = new StringDecoder("utf8")
+  const lines: Array<string> = []
+  let bytes = 0
+  let complete = 0 // lines ended by a newline so far
+  let partial = "" // text of the line being read, kept only if it will be shown (and bounded)
+  let open = false // characters after the last newline
+  let collecting = true
+  let more = false
+  let capped = false
+
+  /** Takes a finished line; false when no further line will be shown. */
+  const take = (line: string): boolean => {
+    complete++
+    if (complete < start) return true
+    if (lines.length >= limit) {
+      more = true
+      return false
+    }
+    const shown = cutLine(line)
+    const size = Buffer.byteLength(shown, "utf8") + (lines.length > 0 ? 1 : 0)
+    if (bytes + size > MAX_BYTES) {
+      capped = true
+      more = true
+      return false
+    }
+    lines.push(shown)
+    bytes += size
+    return true
+  }
+
+  const countNewlines = (chunk: Buffer) => {
+    for (let index = chunk.indexOf(10); index !== -1; index = chunk.indexOf(10, index + 1)) complete++
+    if (chunk.length > 0) open = chunk[chunk.length - 1] !== 10
+  }
+
+  try {
+    for await (const buffer of stream as AsyncIterable<Buffer>) {
+      if (!collecting) {
+        countNewlines(buffer)
+        continue
+      }
+      const chunk = decoder.write(buffer)
+      let position = 0
+      while (position < chunk.length) {
+        const newline = chunk.indexOf("\n", position)
+        const piece = newline === -1 ? chunk.slice(position) : chunk.slice(position, newline)
+        if (complete + 1 >= start && partial.length <= MAX_LINE_LENGTH + 1) {
+          partial = (partial + piece).slice(0, MAX_LINE_LENGTH + 2)
+        }
+        if (newline === -1) {
+          open = open || piece.length > 0
+          break
+        }
+        collecting = take(partial)
+        partial = ""
+        open = false
+        position = newline + 1
+        if (!collecting) {
+          // The rest of this chunk is only counted.
+          const rest = chunk.slice(position)
+          for (let index = rest.indexOf("\n"); index !== -1; index = rest.indexOf("\n", index + 1)) complete++
+          if (rest.length > 0) open = !rest.endsWith("\n")
+          break
+        }
+      }
+      if (capped) break
+    }
+  } finally {
+    stream.destroy()
+  }
+  if (capped) return { lines, total: complete, more, capped }
+  if (collecting) {
+    const rest = decoder.end()
+    if (rest.length > 0) {
+      partial = (partial + rest).slice(0, MAX_LINE_LENGTH + 2)
+      open = true
+    }
+    if (open) {
+      collecting = take(partial)
+      if (capped) return { lines, total: complete, more, capped }
+    }
+  } else if (open) {
+    complete++
+  }
+  return { lines, total: complete, more, capped }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Missing files
+
+/** Up to 3 names in the same directory that look like what was asked for. */
+const suggestions = async (file: string): Promise<Array<string>> => {
+  const directory = path.dirname(file)
+  const wanted = path.basename(file).toLowerCase()
+  const names = await fsp.readdir(directory).catch(() => [] as Array<string>)
+  const scored: Array<{ name: string; score: number }> = []
+  for (const name of names) {
+    const lower = name.toLowerCase()
+    const shorter = Math.min(lower.length, wanted.length)
+    let score: number | undefined
+    if (lower === wanted) score = 0
+    else if (shorter >= 3 && (lower.includes(wanted) || wanted.includes(lower))) score = 1
+    else if (lower.startsWith(wanted.slice(0, Math.max(3, Math.floor(wanted.length / 2)))) && shorter >= 3) score = 2
+    else {
+      const distance = levenshtein(lower, wanted)
+      if (distance <= Math.max(2, Math.floor(wanted.length / 4))) score = 2 + distance
+    }
+    if (score !== undefined) scored.push({ name, score })
+  }
+  return scored
+    .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .slice(0, 3)
+    .map((entry) => path.join(directory, entry.name))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const listDirectory = async (directory: string): Promise<Array<string>> => {
+  const entries = await fsp.readdir(directory, { withFileTypes: true })
+  const names = await Promise.all(
+    entries.map(async (entry) => {
+      let isDirectory = entry.isDirectory()
+      if (entry.isSymbolicLink()) {
+        isDirectory = await fsp.stat(path.join(directory, entry.name)).then((stat) => stat.isDirectory(), () => false)
+      }
+      return isDirectory ? `${entry.name}/` : entry.name
+    })
+  )
+  return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
+  const instance = yield* Instance
+  return Tool.make({
+    id: TOOL,
+    description: Prompts.read("tool/read.txt"),
+    parameters: Parameters,
+    execute: (params, context) =>
+      Effect.gen(function*() {
+        const file = resolvePath(instance, params.filePath)
+        const title = relativeToWorktree(instance, file)
+        const stat = yield* statOf(file)
+        yield* guard(context, instance, file, stat?.isDirectory() ? "directory" : "file")
+        yield* context.ask({ permission: "read", patterns: [title], always: ["*"], metadata: { filepath: file } })
+
+        if (stat === undefined) {
+          const similar = yield* Effect.promise(() => suggestions(file))
+          const hint = similar.length > 0 ? `\n\nDid you mean one of these?\n${similar.join("\n")}` : ""
+          return yield* fail(`File not found: ${file}${hint}`)
+        }
+        const start = Math.max(params.offset ?? 1, 1)
+
+        if (stat.isDirectory()) {
+          const entries = yield* Effect.tryPromise({
+            try: () => listDirectory(file),
+            catch: (error) => fail(`Cannot list directory ${file}: ${(error as Error).message}`)
+          })
+          if (start > 1 && start > entries.length) {
+            return yield* fail(`Offset ${start} is out of range for this directory (${entries.length} entries)`)
+          }
+          const count = Math.min(params.limit || MAX_ENTRIES, MAX_ENTRIES)
+          const shown = entries.slice(start - 1, start - 1 + count)
+          const last = start - 1 + shown.length
+          const note = last < entries.length
+            ? `(Showing entries ${start}-${last} of ${entries.length}. Use offset=${last + 1} to continue.)`
+            : `(${entries.length} entries)`
+          return {
+            title,
+            output: [`<path>${file}</path>`, "<type>directory</type>", "<entries>", ...shown, note, "</entries>"].join("\n"),
+            metadata: { preview: shown.slice(0, 20).join("\n"), truncated: last < entries.length },
+            truncated: true
+          }
+        }
+
+        const mime = ATTACHMENT_TYPES[path.extname(file).toLowerCase()]
+        if (mime !== undefined) {
+          const kind = mime === "application/pdf" ? "PDF" : "Image"
+          if (stat.size > MAX_ATTACHMENT_BYTES) {
+            const megabytes = (stat.size / (1024 * 1024)).toFixed(1)
+            return yield* fail(`Cannot attach ${file}: it is ${megabytes} MB, and images and PDFs are limited to 10 MB.`)
+          }
+          const data = yield* Effect.tryPromise({
+            try: () => fsp.readFile(file),
+            catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
+          })
+          FileTimes.record(context.sessionID, file, stat.mtimeMs)
+          return {
+            title,
+            output: [`<path>${file}</path>`, "<type>file</type>", "<content>", `${kind} read successfully`, "</content>"].join("\n"),
+            metadata: { preview: `${kind} read successfully`, truncated: false },
+            attachments: [{ mime, url: `data:${mime};base64,${data.toString("base64")}`, filename: path.basename(file) }],
+            truncated: true
+          }
+        }
+
+        const head = yield* Effect.tryPromise({
+          try: () => headOf(file),
+          catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
+        })
+        if (BINARY_EXTENSIONS.has(path.extname(file).toLowerCase()) || looksBinary(head)) {
+          return yield* fail(`Cannot read binary file: ${file}`)
+        }
+
+        const limit = params.limit || DEFAULT_LIMIT
+        const slice = yield* Effect.tryPromise({
+          try: () => scanLines(file, start, limit, context.abort),
+          catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
+        })
+        if (!slice.capped && start > slice.total && !(slice.total === 0 && start === 1)) {
+          return yield* fail(`Offset ${start} is out of range for this file (${slice.total} lines)`)
+        }
+        FileTimes.record(context.sessionID, file, stat.mtimeMs)
+
+        const last = start + slice.lines.length - 1
+        const note = slice.capped
+          ? `(Output capped at 50 KB. Showing lines ${start}-${last}. Use offset=${last + 1} to continue.)`
+          : slice.more
+          ? `(Showing lines ${start}-${last} of ${slice.total}. Use offset=${last + 1} to continue.)`
+          : `(End of file - total ${slice.total} lines)`
+        const numbered = slice.lines.map((line, index) => `${start + index}: ${line}`)
+        const body = numbered.length > 0 ? `${numbered.join("\n")}\n\n` : ""
+        const output = `<path>${file}</path>\n<type>file</type>\n<content>\n${body}${note}\n</content>`
+        return {
+          title,
+          output,
+          metadata: { preview: slice.lines.slice(0, 20).join("\n"), truncated: slice.more },
+          truncated: true
+        }
+      })
+  })
+})

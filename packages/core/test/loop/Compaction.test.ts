@@ -1,0 +1,181 @@
+import type { BusEventOf, SessionID } from "@agent/domain"
+import { ScriptedModel, TestData, TestRuntime } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
+import { Bus } from "../../src/Bus.js"
+import { Compaction } from "../../src/Compaction.js"
+import type { LiveMessage } from "../../src/MessageConversion.js"
+import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionStore } from "../../src/SessionStore.js"
+import { echo } from "./tools.js"
+
+const { finish, text, toolCall } = ScriptedModel
+const usage = (input: number) => ({ input, output: 50 })
+const promptText = (call: { prompt: ReadonlyArray<unknown> }) => JSON.stringify(call.prompt)
+
+describe("compaction", () => {
+  it.scopedLive("a long session crosses the context limit twice; each time the model continues from summary + tail", () => {
+    // usable window: 8000 context − 1000 output reserve = 7000 tokens
+    const model = ScriptedModel.make([
+      [text("ok alpha"), finish("stop", usage(1_000))],
+      [text("ok beta"), finish("stop", usage(2_000))],
+      [toolCall("echo", { text: "gamma work" }), finish("tool-calls", usage(7_500))],
+      [text("SUMMARY ONE: alpha and beta done, gamma in progress"), finish("stop", usage(3_000))],
+      [text("gamma finished"), finish("stop", usage(1_500))],
+      [toolCall("echo", { text: "delta work" }), finish("tool-calls", usage(7_200))],
+      [text("SUMMARY TWO: everything up to delta"), finish("stop", usage(3_000))],
+      [text("delta finished"), finish("stop", usage(1_200))]
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [echo], modelInfo: { limit: { context: 8_000, output: 1_000 } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const bus = yield* Bus
+        const compactions: Array<BusEventOf<"session.compacted">> = []
+        const events = yield* bus.subscribe({ types: ["session.compacted"] })
+        yield* events.pipe(Stream.runForEach((event) => Effect.sync(() => compactions.push(event))), Effect.forkScoped)
+        const session = yield* store.create({ title: "Long" })
+        const say = (message: string) => loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: message }] })
+        for (const word of ["alpha", "beta", "gamma", "delta"]) expect((yield* say(`${word} request`)).reason).toBe("completed")
+        expect(model.remaining).toBe(0)
+
+        // the summary requests: the first sees alpha; the second is an update of summary one
+        const firstSummaryRequest = promptText(model.calls[3]!)
+        expect(firstSummaryRequest).toContain("alpha request")
+        expect(firstSummaryRequest).toContain("## Next Steps")
+        expect(promptText(model.calls[6]!)).toContain("SUMMARY ONE")
+        expect(promptText(model.calls[6]!)).toMatch(/earlier working summary/)
+
+        // after the first: summary + tail (beta, gamma), not alpha
+        const afterFirst = promptText(model.calls[4]!)
+        expect(afterFirst).toContain("SUMMARY ONE")
+        expect(afterFirst).toContain("beta request")
+        expect(afterFirst).toContain("gamma request")
+        expect(afterFirst).not.toContain("alpha request")
+        expect(afterFirst.indexOf("SUMMARY ONE")).toBeLessThan(afterFirst.indexOf("gamma request"))
+        // after the second: the new summary, not the old one nor beta
+        const afterSecond = promptText(model.calls[7]!)
+        expect(afterSecond).toContain("SUMMARY TWO")
+        expect(afterSecond).toContain("delta request")
+        expect(afterSecond).not.toContain("SUMMARY ONE")
+        expect(afterSecond).not.toContain("beta request")
+
+        // the store keeps the whole transcript
+        const transcript = JSON.stringify(yield* store.messages(session.id))
+        for (const word of ["alpha", "beta", "gamma", "delta"]) expect(transcript).toContain(`${word} request`)
+        expect(compactions).toHaveLength(2)
+        expect(compactions[0]!.properties.auto).toBe(true)
+        expect(compactions[0]!.properties.tokensBefore).toBeGreaterThan(0)
+        expect(compactions[0]!.properties.tokensAfter).toBeGreaterThan(0)
+        // and a reload sees what the model saw: the latest summary first
+        const view = yield* store.history(session.id)
+        expect(JSON.stringify(view)).toContain("SUMMARY TWO")
+        expect(JSON.stringify(view)).not.toContain("alpha request")
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
+  it.scopedLive("compaction.auto false: no compaction on overflow, the run goes on as the provider allows", () => {
+    const model = ScriptedModel.make([
+      [toolCall("echo", { text: "big" }), finish("tool-calls", usage(7_900))],
+      [text("done"), finish("stop", usage(7_950))]
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({
+        model,
+        tools: [echo],
+        modelInfo: { limit: { context: 8_000, output: 1_000 } },
+        files: { "project/agent.json": { compaction: { auto: false } } }
+      })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const session = yield* store.create({ title: "Big" })
+        const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "go" }] })
+        expect(outcome.reason).toBe("completed")
+        expect(model.calls).toHaveLength(2)
+        expect(JSON.stringify(yield* store.messages(session.id))).not.toContain('"summary":true')
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
+  it.scopedLive("a window too small even after summarizing ends the run with a clear error instead of looping", () => {
+    const model = ScriptedModel.make([
+      [toolCall("echo", { text: "x" }), finish("tool-calls", usage(7_500))],
+      [text("SUMMARY"), finish("stop", usage(500))],
+      ScriptedModel.contextOverflow(),
+      "never"
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [echo], modelInfo: { limit: { context: 8_000, output: 1_000 } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const session = yield* store.create({ title: "Tiny" })
+        const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "go" }] })
+        expect(outcome.reason).toBe("error")
+        expect(outcome.error?.data.message).toMatch(/no longer fits the model's context window, even right after summarizing/)
+        expect(model.calls).toHaveLength(3)
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+})
+
+describe("prune", () => {
+  const pruneWith = (config: object, history: (sessionID: SessionID) => Array<LiveMessage>) =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), files: { "project/agent.json": config } })
+      return yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const session = yield* store.create({ title: "Prune" })
+        const messages = history(session.id)
+        for (const message of messages) {
+          yield* store.upsertMessage(message.info)
+          for (const part of message.parts) yield* store.upsertPart(part)
+        }
+        const pruned = yield* (yield* Compaction).prune(session.id, messages)
+        const stored = (yield* store.messages(session.id)).flatMap((message) => message.parts)
+        const cleared = stored.filter((part) => part.type === "tool" && part.state.status === "completed" && part.state.time.compacted)
+        return { pruned, cleared: cleared.map((part) => (part.type === "tool" ? part.tool : "")) }
+      }).pipe(Effect.provide(runtime.layer))
+    })
+
+  /** Three user turns; the oldest holds tool outputs of the given sizes (characters). */
+  const session = (sizes: ReadonlyArray<readonly [tool: string, chars: number]>) => (sessionID: SessionID) => {
+    const turns: Array<LiveMessage> = []
+    for (let turn = 0; turn < 3; turn++) {
+      const user = TestData.userMessage(sessionID)
+      const reply = TestData.assistantMessage(sessionID, user.id, { finish: "stop" })
+      const parts = turn === 0
+        ? sizes.map(([tool, chars]) => {
+          const part = TestData.toolPart(reply, "completed", tool)
+          return { ...part, state: { ...part.state, output: "x".repeat(chars) } } as typeof part
+        })
+        : [TestData.textPart(reply, `turn ${turn}`)]
+      turns.push({ info: user, parts: [TestData.textPart(user, `question ${turn}`)] }, { info: reply, parts })
+    }
+    return turns
+  }
+
+  it.scoped("clears old outputs beyond the newest 40 000 tokens when 20 000 or more can be freed", () =>
+    Effect.gen(function*() {
+      // five outputs of 15 000 tokens: the newest 40 000 stay, the older 45 000 go
+      const result = yield* pruneWith({}, session([["read", 60_000], ["grep", 60_000], ["bash", 60_000], ["read", 60_000], ["glob", 60_000]]))
+      expect(result.pruned).toBe(3)
+      expect(result.cleared.sort()).toEqual(["bash", "grep", "read"])
+    }))
+
+  it.scoped("does nothing when less than 20 000 tokens would be freed, and never clears skill output", () =>
+    Effect.gen(function*() {
+      const small = yield* pruneWith({}, session([["read", 60_000], ["read", 60_000], ["read", 60_000]]))
+      expect(small.pruned).toBe(0) // 45 000 tokens: only 5 000 beyond the protected 40 000
+      const skills = yield* pruneWith({}, session([["skill", 80_000], ["skill", 80_000], ["read", 100_000], ["read", 100_000]]))
+      expect(skills.cleared).toEqual(["read"])
+    }))
+
+  it.scoped("compaction.prune false turns it off", () =>
+    Effect.gen(function*() {
+      const off = yield* pruneWith({ compaction: { prune: false } }, session([["read", 200_000], ["read", 200_000], ["read", 200_000]]))
+      expect(off.pruned).toBe(0)
+    }))
+})
+

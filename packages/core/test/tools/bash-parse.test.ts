@@ -1,0 +1,232 @@
+import { TestInstance } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { externalDirectories, parseCommand, pathArguments } from "../../src/tools/BashParse.js"
+
+/**
+ * [command, bash patterns, always patterns]. Every simple command is its own pattern (its
+ * source text, with redirects when it has them); `always` is its BashArity prefix plus " *".
+ *
+ * Decisions recorded here:
+ * - An environment prefix stays in the pattern (`FOO=1 npm test`, the command node's text, as
+ *   OpenCode does) but not in the tokens, so "always" is `npm test *`.
+ * - `cd`, `chdir`, `pushd`, `popd` add no pattern.
+ * - `export`/`declare`/`local`/`unset` are patterns like any command; a bare assignment `x=1`
+ *   and test expressions `[[ … ]]` / `[ … ]` are not commands and add nothing.
+ * - A redirect written after `a && b` or `a | b` belongs to `b`, as in the shell (the grammar
+ *   attaches it to the whole list). A redirect on a `{ … }` group or a subshell belongs to no
+ *   single command: each inner command is its own pattern without it.
+ */
+const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArray<string>]> = [
+  // simple commands and flags
+  ["ls", ["ls"], ["ls *"]],
+  ["ls -la src", ["ls -la src"], ["ls *"]],
+  ["git status -s", ["git status -s"], ["git status *"]],
+  ["git  status", ["git  status"], ["git status *"]],
+  ["npm run build", ["npm run build"], ["npm run build *"]],
+  ["npm install --save-dev vitest", ["npm install --save-dev vitest"], ["npm install *"]],
+  ["docker compose up -d", ["docker compose up -d"], ["docker compose up *"]],
+  ["kubectl rollout status deploy/web", ["kubectl rollout status deploy/web"], ["kubectl rollout status *"]],
+  ["gh pr view 12", ["gh pr view 12"], ["gh pr view *"]],
+  ["make", ["make"], ["make *"]],
+  ["sudo rm -rf /", ["sudo rm -rf /"], ["sudo *"]],
+  ["./scripts/build.sh --fast", ["./scripts/build.sh --fast"], ["./scripts/build.sh *"]],
+  // pipes and lists
+  ["cat a | grep b", ["cat a", "grep b"], ["cat *", "grep *"]],
+  ["ls && rm -rf / && echo ok", ["ls", "rm -rf /", "echo ok"], ["ls *", "rm *", "echo *"]],
+  ["make; make test", ["make", "make test"], ["make *", "make test *"]],
+  ["test -f x || touch x", ["test -f x", "touch x"], ["test *", "touch *"]],
+  ["grep -r \"TODO\" . | wc -l", ["grep -r \"TODO\" .", "wc -l"], ["grep *", "wc *"]],
+  ["ls && ls", ["ls"], ["ls *"]],
+  ["ls &\necho done", ["ls", "echo done"], ["ls *", "echo *"]],
+  // subshells and substitutions
+  ["(cd sub && rm -rf build)", ["rm -rf build"], ["rm *"]],
+  ["echo $(git rev-parse HEAD)", ["echo $(git rev-parse HEAD)", "git rev-parse HEAD"], ["echo *", "git rev-parse *"]],
+  ["echo `whoami`", ["echo `whoami`", "whoami"], ["echo *", "whoami *"]],
+  ["x=$(cat file)", ["cat file"], ["cat *"]],
+  ["diff <(ls a) <(ls b)", ["diff <(ls a) <(ls b)", "ls a", "ls b"], ["diff *", "ls *"]],
+  // redirects and here-docs
+  ["echo hi > out.txt", ["echo hi > out.txt"], ["echo *"]],
+  ["npm test 2>&1 | tee log.txt", ["npm test 2>&1", "tee log.txt"], ["npm test *", "tee *"]],
+  ["ls | grep x > out", ["ls", "grep x > out"], ["ls *", "grep *"]],
+  ["ls && cat x 2>&1 > log", ["ls", "cat x 2>&1 > log"], ["ls *", "cat *"]],
+  ["a | b > f && c", ["a", "b > f", "c"], ["a *", "b *", "c *"]],
+  ["{ echo a; rm b; } > out", ["echo a", "rm b"], ["echo *", "rm *"]],
+  ["(ls && rm b) 2> err", ["ls", "rm b"], ["ls *", "rm *"]],
+  ["cat <<EOF > notes.txt\nhello\nEOF", ["cat <<EOF > notes.txt\nhello\nEOF"], ["cat *"]],
+  ["cat <<EOF\n$(rm -rf x)\nEOF", ["cat <<EOF\n$(rm -rf x)\nEOF", "rm -rf x"], ["cat *", "rm *"]],
+  ["cat <<'EOF'\n$(rm -rf x)\nEOF", ["cat <<'EOF'\n$(rm -rf x)\nEOF"], ["cat *"]],
+  // quoting and escapes
+  ["echo \"a && b\"", ["echo \"a && b\""], ["echo *"]],
+  ["echo 'rm -rf /; ls'", ["echo 'rm -rf /; ls'"], ["echo *"]],
+  ["git commit -m \"fix: a && b\" && git push", ["git commit -m \"fix: a && b\"", "git push"], ["git commit *", "git push *"]],
+  ["echo a\\;b", ["echo a\\;b"], ["echo *"]],
+  ["\"./my script.sh\" arg", ["\"./my script.sh\" arg"], ["./my script.sh *"]],
+  ["python -c 'print(1)'", ["python -c 'print(1)'"], ["python -c *"]],
+  // multi-line
+  ["npm ci\nnpm test", ["npm ci", "npm test"], ["npm ci *", "npm test *"]],
+  ["npm run build \\\n  --prod", ["npm run build \\\n  --prod"], ["npm run build *"]],
+  // control flow and functions
+  ["if [ -f x ]; then rm x; else echo missing; fi", ["rm x", "echo missing"], ["rm *", "echo *"]],
+  ["for f in *.ts; do cat \"$f\"; done", ["cat \"$f\""], ["cat *"]],
+  ["while true; do sleep 1; done", ["true", "sleep 1"], ["true *", "sleep *"]],
+  ["f() { rm -rf tmp; }; f", ["rm -rf tmp", "f"], ["rm *", "f *"]],
+  ["case $x in a) rm a;; esac", ["rm a"], ["rm *"]],
+  ["! grep -q foo file", ["grep -q foo file"], ["grep *"]],
+  ["[[ -f x ]] && echo yes", ["echo yes"], ["echo *"]],
+  // environment and builtins
+  ["FOO=1 npm test", ["FOO=1 npm test"], ["npm test *"]],
+  ["export NODE_ENV=production && npm start", ["export NODE_ENV=production", "npm start"], ["export *", "npm start *"]],
+  ["x=1", [], []],
+  // directory changes add nothing
+  ["cd dir && make", ["make"], ["make *"]],
+  ["pushd src && ls && popd", ["ls"], ["ls *"]],
+  ["cd /", [], []],
+  // unicode
+  ["echo \"héllo wörld 😀\" | tr a-z A-Z", ["echo \"héllo wörld 😀\"", "tr a-z A-Z"], ["echo *", "tr *"]]
+]
+
+describe("parseCommand: patterns and always-prefixes", () => {
+  it("the table is large enough to mean something", () => {
+    expect(table.length).toBeGreaterThanOrEqual(40)
+  })
+
+  for (const [command, patterns, always] of table) {
+    it.effect(JSON.stringify(command), () =>
+      Effect.gen(function*() {
+        const parsed = yield* parseCommand(command)
+        expect(parsed.patterns).toEqual(patterns)
+        expect(parsed.always).toEqual(always)
+        expect(parsed.incomplete).toBe(false)
+      }))
+  }
+})
+
+describe("parseCommand: tokens", () => {
+  const cases: ReadonlyArray<readonly [string, ReadonlyArray<ReadonlyArray<string>>]> = [
+    ["rm my\\ file.txt 'a b' \"c d\"", [["rm", "my file.txt", "a b", "c d"]]],
+    ["echo a\"b\"c'd'$x", [["echo", "abcd$x"]]],
+    ["cat \"${HOME}/z\" \"say \\\"hi\\\"\"", [["cat", "${HOME}/z", "say \"hi\""]]],
+    ["echo {a,b} ü{x,y}z", [["echo", "{a,b}", "ü{x,y}z"]]],
+    ["FOO=1 BAR=2 npm test", [["npm", "test"]]],
+    ["cd .. && ls", [["cd", ".."], ["ls"]]],
+    ["unset FOO", [["unset", "FOO"]]]
+  ]
+  for (const [command, tokens] of cases) {
+    it.effect(JSON.stringify(command), () =>
+      Effect.map(parseCommand(command), (parsed) => expect(parsed.commands.map((entry) => entry.tokens)).toEqual(tokens)))
+  }
+
+  it.effect("a command the parser cannot fully read is also checked as a whole", () =>
+    Effect.gen(function*() {
+      const parsed = yield* parseCommand("rm -rf x )")
+      expect(parsed.incomplete).toBe(true)
+      expect(parsed.patterns).toEqual(["rm -rf x", "rm -rf x )"])
+      expect(parsed.always).toEqual(["rm *", "rm -rf x )"])
+      // the parser's repairs (a missing command after `&&`) are not patterns
+      expect((yield* parseCommand("ls &&")).patterns).toEqual(["ls", "ls &&"])
+    }))
+
+  it.effect("is fast once loaded", () =>
+    Effect.gen(function*() {
+      yield* parseCommand("true")
+      const started = performance.now()
+      for (let i = 0; i < 200; i++) yield* parseCommand("git status && npm run build | tee log.txt")
+      expect((performance.now() - started) / 200).toBeLessThan(5)
+    }))
+})
+
+describe("pathArguments", () => {
+  it("skips flags, chmod modes and chown owners; `--` ends the flags", () => {
+    expect(pathArguments(["rm", "-rf", "a", "b"])).toEqual(["a", "b"])
+    expect(pathArguments(["chmod", "-R", "u+x", "dir"])).toEqual(["dir"])
+    expect(pathArguments(["chmod", "+x", "run.sh"])).toEqual(["run.sh"])
+    expect(pathArguments(["chmod", "-x", "/etc/x"])).toEqual(["/etc/x"])
+    expect(pathArguments(["chmod", "755", "a", "b"])).toEqual(["a", "b"])
+    expect(pathArguments(["chmod", "--reference=ref", "file"])).toEqual(["file"])
+    expect(pathArguments(["chown", "root:root", "/etc/x"])).toEqual(["/etc/x"])
+    expect(pathArguments(["rm", "--", "-weird"])).toEqual(["-weird"])
+    expect(pathArguments(["cd"])).toEqual(["~"])
+    expect(pathArguments(["cd", "-"])).toEqual([])
+    expect(pathArguments(["ls", "/etc"])).toEqual([])
+  })
+})
+
+describe("external directories", () => {
+  const setup = Effect.gen(function*() {
+    const box = yield* TestInstance.sandbox()
+    fs.mkdirSync(box.path("outside"), { recursive: true })
+    fs.writeFileSync(box.path("outside/file"), "secret")
+    fs.symlinkSync(box.path("outside"), box.path("project/link"))
+    fs.mkdirSync(box.path("project/src"), { recursive: true })
+    const scan = (command: string, workdir = box.instance.directory) =>
+      Effect.map(parseCommand(command), (parsed) => externalDirectories(parsed.commands, { instance: box.instance, workdir }))
+    return { box, scan }
+  })
+  const real = (target: string) => fs.realpathSync(target)
+
+  it.scoped("an absolute path outside the project asks for its directory", () =>
+    Effect.gen(function*() {
+      const { scan } = yield* setup
+      expect(yield* scan("rm /etc/passwd")).toEqual([path.join(real("/etc"), "*")])
+      expect(yield* scan("ls && rm -rf /etc/passwd && echo ok")).toEqual([path.join(real("/etc"), "*")])
+    }))
+
+  it.scoped("a directory argument asks for the directory itself", () =>
+    Effect.gen(function*() {
+      const { box, scan } = yield* setup
+      expect(yield* scan("cd ../outside && ls")).toEqual([path.join(box.path("outside"), "*")])
+      expect(yield* scan("rm -r ../outside")).toEqual([path.join(box.path("outside"), "*")])
+    }))
+
+  it.scoped("a relative path escaping the project is caught", () =>
+    Effect.gen(function*() {
+      const { box, scan } = yield* setup
+      expect(yield* scan("cat ../outside/file")).toEqual([path.join(box.path("outside"), "*")])
+      expect(yield* scan("cat src/../../outside/file")).toEqual([path.join(box.path("outside"), "*")])
+    }))
+
+  it.scoped("~ and $HOME are the instance's home", () =>
+    Effect.gen(function*() {
+      const { box, scan } = yield* setup
+      const home = path.join(box.instance.home, "*")
+      expect(yield* scan("cp a ~/b")).toEqual([home])
+      expect(yield* scan("rm \"$HOME/notes\"")).toEqual([home])
+      expect(yield* scan("mkdir ${HOME}/new/dir")).toEqual([path.join(box.instance.home, "new", "*")])
+      expect(yield* scan("cd")).toEqual([home])
+    }))
+
+  it.scoped("a symlink inside the project that points outside counts as outside", () =>
+    Effect.gen(function*() {
+      const { box, scan } = yield* setup
+      expect(yield* scan("rm link/file")).toEqual([path.join(box.path("outside"), "*")])
+      expect(yield* scan("touch link/new.txt")).toEqual([path.join(box.path("outside"), "*")])
+    }))
+
+  it.scoped("paths inside the project, and commands that are not file commands, add nothing", () =>
+    Effect.gen(function*() {
+      const { scan } = yield* setup
+      expect(yield* scan("rm -rf build src/x ./a/../b && mkdir -p dist && chmod 755 run.sh")).toEqual([])
+      expect(yield* scan("ls /etc && grep root /etc/passwd")).toEqual([])
+      expect(yield* scan("cd src && cat README.md")).toEqual([])
+    }))
+
+  it.scoped("commands nested in substitutions are checked, and each directory is asked once", () =>
+    Effect.gen(function*() {
+      const { box, scan } = yield* setup
+      expect(yield* scan("echo $(cat /etc/hosts) && rm /etc/hostname && cat ../outside/file")).toEqual([
+        path.join(real("/etc"), "*"),
+        path.join(box.path("outside"), "*")
+      ])
+    }))
+
+  it.scoped("a workdir outside the project is asked for, and relative paths start from it", () =>
+    Effect.gen(function*() {
+      const { box, scan } = yield* setup
+      expect(yield* scan("rm file", box.path("outside"))).toEqual([path.join(box.path("outside"), "*")])
+      // from inside the project's src, ../src/x stays inside
+      expect(yield* scan("rm ../src/x", box.path("project/src"))).toEqual([])
+    }))
+})

@@ -1,0 +1,355 @@
+import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Fiber, Layer } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { ConfigService } from "../../src/ConfigService.js"
+import { Instance } from "../../src/Instance.js"
+import * as Permission from "../../src/Permission.js"
+import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionStore } from "../../src/SessionStore.js"
+import type * as Tool from "../../src/Tool.js"
+import { ToolExecutionError } from "../../src/Tool.js"
+import * as Bash from "../../src/tools/Bash.js"
+import { Truncation } from "../../src/Truncate.js"
+
+type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
+
+interface Update {
+  readonly at: number
+  readonly metadata: Record<string, unknown>
+}
+
+/** The bash tool over a fresh sandbox, with a live Truncation writing into the sandbox. */
+const setup = (options: { readonly env?: Record<string, string> } = {}) =>
+  Effect.gen(function*() {
+    const box = yield* TestInstance.sandbox(options.env ? { env: options.env } : {})
+    const instance = Layer.succeed(Instance, box.instance)
+    const config = ConfigService.layerFromInfo({ config: {}, sources: [], warnings: [], directories: [], origin: () => undefined })
+    const deps = yield* Layer.build(Layer.merge(instance, Truncation.layer.pipe(Layer.provide(Layer.merge(instance, config)))))
+    const tool = yield* Effect.provide(Bash.make, deps)
+    return { box, tool, truncation: Context.get(deps, Truncation) }
+  })
+
+/**
+ * A ToolContext that records asks and metadata updates. Asks are decided by `permission`
+ * rules the way PermissionService decides them: any denied pattern fails the call.
+ */
+const makeContext = (permission: PermissionConfig = { "*": "allow" }) => {
+  const asks: Array<AskRequest> = []
+  const updates: Array<Update> = []
+  const controller = new AbortController()
+  const ruleset = Permission.fromConfig(permission)
+  const context: Tool.ToolContext = {
+    sessionID: "ses_test" as SessionID,
+    messageID: "msg_test" as MessageID,
+    callID: "call_test",
+    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
+    abort: controller.signal,
+    ask: (request) =>
+      Effect.suspend(() => {
+        asks.push(request)
+        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
+        return denied === undefined
+          ? Effect.void
+          : Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
+      }),
+    metadata: (update) => Effect.sync(() => void updates.push({ at: Date.now(), metadata: update.metadata ?? {} }))
+  }
+  return { context, asks, updates, controller }
+}
+
+const run = (tool: Tool.AnyTool, params: Record<string, unknown>, context: Tool.ToolContext) =>
+  tool.execute({ description: "Runs a test command", ...params }, context)
+
+/** Gone: no such process, or a zombie nobody has reaped yet (it runs nothing). */
+const isGone = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return true
+  }
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z") ?? false
+  } catch {
+    return true
+  }
+}
+
+const pidsIn = (text: string) => [...new Set([...text.matchAll(/pid (\d+)/g)].map((match) => Number(match[1])))]
+
+/** Waits in real time until `check` holds. */
+const until = (check: () => boolean, ms = 10_000) =>
+  Effect.promise(async () => {
+    const deadline = Date.now() + ms
+    while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    return check()
+  })
+
+const latestOutput = (updates: ReadonlyArray<Update>) => String(updates.at(-1)?.metadata.output ?? "")
+
+/** A background child that ignores SIGTERM (its sleep inherits that), plus a plain one. */
+const STUBBORN_TREE =
+  `sh -c 'trap "" TERM; sleep 30 & echo "pid $!"; echo "pid $$"; wait' & ` +
+  `sleep 30 & echo "pid $!"; echo "pid $$"; wait`
+
+describe("bash: running commands", () => {
+  it.scopedLive("returns stdout and stderr interleaved in arrival order, with the exit code", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      const { context } = makeContext()
+      const result = yield* run(tool, {
+        command: "echo out; sleep 0.05; echo err >&2; sleep 0.05; echo \"$XDG_CONFIG_HOME\"; exit 3",
+        description: "Prints to both streams"
+      }, context)
+      // the environment is the instance's, not the test process's
+      expect(result.output).toBe(`out\nerr\n${path.join(box.instance.home, ".config")}\n`)
+      expect(result.title).toBe("Prints to both streams")
+      expect(result.metadata).toMatchObject({ exit: 3, description: "Prints to both streams", output: result.output })
+      expect(result.truncated).toBe(false)
+    }))
+
+  it.scopedLive("an empty output reads \"(no output)\"", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const result = yield* run(tool, { command: "true" }, makeContext().context)
+      expect(result.output).toBe("(no output)")
+      expect(result.metadata?.exit).toBe(0)
+    }))
+
+  it.scopedLive("runs in the project directory, or in workdir relative to it", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.mkdirSync(box.path("project/sub/deeper"), { recursive: true })
+      const { context } = makeContext()
+      expect((yield* run(tool, { command: "pwd" }, context)).output).toBe(`${box.instance.directory}\n`)
+      expect((yield* run(tool, { command: "pwd", workdir: "sub/deeper" }, context)).output).toBe(`${box.path("project/sub/deeper")}\n`)
+      expect((yield* run(tool, { command: "pwd", workdir: box.path("project/sub") }, context)).output).toBe(`${box.path("project/sub")}\n`)
+    }))
+
+  it.scopedLive("a missing workdir is a clear error and nothing runs", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      const { context, asks } = makeContext()
+      const error = yield* Effect.flip(run(tool, { command: "touch made", workdir: "nope" }, context))
+      expect(error).toBeInstanceOf(ToolExecutionError)
+      expect(error.message).toContain(`${box.path("project/nope")} does not exist`)
+      expect(asks).toEqual([])
+      fs.writeFileSync(box.path("project/file"), "")
+      const notDir = yield* Effect.flip(run(tool, { command: "ls", workdir: "file" }, context))
+      expect(notDir.message).toMatch(/is not a directory/)
+    }))
+
+  it.scopedLive("an empty command is refused", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const error = yield* Effect.flip(run(tool, { command: "  " }, makeContext().context))
+      expect(error.message).toMatch(/empty/)
+    }))
+
+  it.scopedLive("long output keeps the tail and saves the full text", () =>
+    Effect.gen(function*() {
+      const { tool, truncation } = yield* setup()
+      const result = yield* run(tool, { command: "seq 1 100000" }, makeContext().context)
+      const full = Array.from({ length: 100000 }, (_, index) => `${index + 1}\n`).join("")
+      expect(result.truncated).toBe(true)
+      expect(result.output.startsWith("...output truncated...")).toBe(true)
+      expect(result.output.endsWith("\n99999\n100000")).toBe(true)
+      expect(result.output).not.toContain("\n50000\n")
+      const outputPath = result.metadata?.outputPath as string
+      expect(path.dirname(outputPath)).toBe(truncation.directory)
+      expect(result.output).toContain(`Full output saved to: ${outputPath}`)
+      expect(fs.readFileSync(outputPath, "utf8")).toBe(full)
+      expect(result.metadata).toMatchObject({ truncated: true, exit: 0 })
+      const preview = result.metadata?.output as string
+      expect(preview.length).toBe(Bash.PREVIEW_CHARS)
+      expect(full.endsWith(preview)).toBe(true)
+    }))
+
+  it.scopedLive("uses $SHELL when it is sh-like, else bash", () =>
+    Effect.gen(function*() {
+      const { box } = yield* setup()
+      const withShell = (shell: string | undefined) => ({ ...box.instance, env: { ...box.instance.env, SHELL: shell } })
+      expect(Bash.shellFor(withShell("/bin/sh"))).toBe("/bin/sh")
+      expect(Bash.shellFor(withShell("/usr/bin/fish"))).toBe("/bin/bash")
+      expect(Bash.shellFor(withShell("/no/such/zsh"))).toBe("/bin/bash")
+      expect(Bash.shellFor(withShell(undefined))).toBe("/bin/bash")
+    }))
+})
+
+describe("bash: live output", () => {
+  it.scopedLive("metadata updates carry the output while the command runs", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const { context, updates } = makeContext()
+      const result = yield* run(tool, { command: "for i in 1 2 3 4; do echo \"tick $i\"; sleep 0.3; done" }, context)
+      const ended = Date.now()
+      const midway = updates.find((update) => String(update.metadata.output).includes("tick 1"))
+      expect(midway).toBeDefined()
+      expect(String(midway!.metadata.output)).not.toContain("tick 4")
+      expect(midway!.metadata.description).toBe("Runs a test command")
+      expect(ended - midway!.at).toBeGreaterThan(500)
+      expect(result.output).toBe("tick 1\ntick 2\ntick 3\ntick 4\n")
+    }))
+
+  it.scopedLive("a burst of output is coalesced into updates at most every ~100 ms", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const { context, updates } = makeContext()
+      yield* run(tool, { command: "for i in $(seq 1 40); do echo $i; sleep 0.02; done" }, context)
+      const live = updates.slice(1) // the first one announces the start, with empty output
+      expect(updates[0]!.metadata.output).toBe("")
+      expect(live.length).toBeGreaterThan(0)
+      expect(live.length).toBeLessThan(20)
+      for (let index = 1; index < live.length; index++) expect(live[index]!.at - live[index - 1]!.at).toBeGreaterThanOrEqual(80)
+    }))
+})
+
+describe("bash: stopping commands", () => {
+  it.scopedLive("a timeout kills the whole process tree, including a child that ignores SIGTERM", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const started = Date.now()
+      const result = yield* run(tool, { command: STUBBORN_TREE, timeout: 500 }, makeContext().context)
+      const pids = pidsIn(result.output)
+      expect(pids).toHaveLength(4)
+      for (const pid of pids) expect(isGone(pid)).toBe(true)
+      // SIGTERM did not stop the stubborn child; SIGKILL came after the grace period
+      expect(Date.now() - started).toBeGreaterThanOrEqual(500 + Bash.KILL_GRACE_MS - 100)
+      expect(result.output).toContain("<shell_metadata>")
+      expect(result.output).toContain("exceeded the timeout of 500 ms")
+      expect(result.metadata?.exit).toBeNull()
+    }), 20_000)
+
+  it.scopedLive("the default timeout comes from AGENT_BASH_DEFAULT_TIMEOUT_MS", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup({ env: { AGENT_BASH_DEFAULT_TIMEOUT_MS: "300" } })
+      expect(tool.description).toContain("default 300")
+      const started = Date.now()
+      const result = yield* run(tool, { command: "echo \"pid $$\"; sleep 20" }, makeContext().context)
+      expect(Date.now() - started).toBeLessThan(3_000)
+      expect(result.output).toContain("exceeded the timeout of 300 ms")
+      for (const pid of pidsIn(result.output)) expect(isGone(pid)).toBe(true)
+    }))
+
+  it.scopedLive("aborting through ctx.abort stops the command and says so", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const { context, updates, controller } = makeContext()
+      const fiber = yield* Effect.fork(run(tool, { command: "sleep 30 & echo \"pid $!\"; echo \"pid $$\"; wait" }, context))
+      expect(yield* until(() => pidsIn(latestOutput(updates)).length === 2)).toBe(true)
+      const pids = pidsIn(latestOutput(updates))
+      const aborted = Date.now()
+      controller.abort()
+      const result = yield* Fiber.join(fiber)
+      expect(Date.now() - aborted).toBeLessThan(2_000)
+      for (const pid of pids) expect(isGone(pid)).toBe(true)
+      expect(result.output).toMatch(/<shell_metadata>\nThe user aborted the command/)
+      expect(result.output).not.toContain("timeout")
+    }))
+
+  it.scopedLive("interrupting the tool's fiber kills the process tree before the interruption completes", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const { context, updates } = makeContext()
+      const fiber = yield* Effect.fork(run(tool, { command: STUBBORN_TREE }, context))
+      expect(yield* until(() => pidsIn(latestOutput(updates)).length === 4)).toBe(true)
+      const pids = pidsIn(latestOutput(updates))
+      for (const pid of pids) expect(isGone(pid)).toBe(false)
+      yield* Fiber.interrupt(fiber)
+      for (const pid of pids) expect(isGone(pid)).toBe(true)
+    }), 20_000)
+})
+
+describe("bash: permissions", () => {
+  it.scopedLive("asks external_directory for outside paths first, then bash for every command", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.mkdirSync(box.path("outside"))
+      fs.writeFileSync(box.path("outside/file"), "x")
+      const { context, asks } = makeContext()
+      const command = "ls && rm -rf ../outside/file && cat /etc/passwd > /dev/null"
+      yield* run(tool, { command }, context)
+      const etc = path.join(fs.realpathSync("/etc"), "*")
+      const outside = path.join(box.path("outside"), "*")
+      expect(asks.map(({ permission, patterns, always }) => ({ permission, patterns, always }))).toEqual([
+        { permission: "external_directory", patterns: [outside, etc], always: [outside, etc] },
+        {
+          permission: "bash",
+          patterns: ["ls", "rm -rf ../outside/file", "cat /etc/passwd > /dev/null"],
+          always: ["ls *", "rm *", "cat *"]
+        }
+      ])
+      expect(fs.existsSync(box.path("outside/file"))).toBe(false) // allowed, so it ran
+    }))
+
+  it.scopedLive("a workdir outside the project is asked for", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.mkdirSync(box.path("elsewhere"))
+      const { context, asks } = makeContext()
+      yield* run(tool, { command: "ls", workdir: "../elsewhere" }, context)
+      expect(asks[0]).toMatchObject({ permission: "external_directory", patterns: [path.join(box.path("elsewhere"), "*")] })
+      expect(asks[1]).toMatchObject({ permission: "bash", patterns: ["ls"] })
+    }))
+
+  it.scopedLive("a deny on `rm *` denies a chain that hides an rm, and nothing runs", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.mkdirSync(box.path("project/x"))
+      const { context, asks } = makeContext({ bash: { "*": "allow", "rm *": "deny" } })
+      const error = yield* Effect.flip(run(tool, { command: "touch marker && ls && rm -rf x" }, context))
+      expect(error).toBeInstanceOf(DeniedError)
+      expect(error).toMatchObject({ pattern: "rm -rf x" })
+      expect(fs.existsSync(box.path("project/x"))).toBe(true)
+      expect(fs.existsSync(box.path("project/marker"))).toBe(false)
+      expect(asks.map((ask) => ask.permission)).toEqual(["bash"])
+    }))
+
+  it.scopedLive("a denied external directory stops before bash is asked", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const { context, asks } = makeContext({ "*": "allow", external_directory: "deny" })
+      const error = yield* Effect.flip(run(tool, { command: "rm /etc/passwd" }, context))
+      expect(error).toBeInstanceOf(DeniedError)
+      expect(asks.map((ask) => ask.permission)).toEqual(["external_directory"])
+    }))
+})
+
+describe("bash in the loop", () => {
+  const toolParts = (parts: ReadonlyArray<{ type: string }>) => parts.filter((part): part is ToolPart => part.type === "tool")
+
+  it.scopedLive("with bash {\"*\": allow, \"rm *\": deny} the model receives the deny message", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.mkdirSync(box.path("project/build"))
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("bash", { command: "ls && rm -rf build", description: "Removes the build directory" })],
+        "I am not allowed to remove it."
+      ])
+      const runtime = yield* TestRuntime.make({
+        model,
+        tools: [tool],
+        files: { "project/agent.json": { permission: { bash: { "*": "allow", "rm *": "deny" } } } }
+      })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "bash deny" })
+        const outcome = yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "clean the build" }] })
+        expect(outcome.reason).toBe("completed")
+        const [, step] = yield* store.messages(session.id)
+        const state = toolParts(step!.parts)[0]!.state
+        expect(state.status).toBe("error")
+        const results = model.calls[1]!.prompt.filter((entry) => entry.role === "tool").flatMap((entry) => entry.content)
+        expect(results[0]).toMatchObject({
+          output: {
+            type: "error-text",
+            value: expect.stringMatching(/prevents you from using this specific tool call.*"rm \*"/s)
+          }
+        })
+      }).pipe(Effect.provide(runtime.layer))
+      expect(fs.existsSync(box.path("project/build"))).toBe(true)
+    }))
+})
