@@ -16,6 +16,9 @@ import type { InstanceInfo } from "./Instance.js"
  *    every directory from the working directory up to the root; absolute paths; `~/` paths);
  * 4. the `instructions` entries that are http(s) URLs.
  *
+ * With `AGENT_DISABLE_PROJECT_CONFIG` set, no project files are used (nor attached by
+ * `forRead`), and relative `instructions` entries are taken from the global config dir.
+ *
  * Files are re-checked every step with a `stat` and re-read only when their mtime or size
  * changed, so an edited AGENTS.md shows up at the next step. Globs are expanded and URLs
  * fetched once per loader (in the background from layer build); a URL's content is then
@@ -28,9 +31,10 @@ export interface InstructionLoaderShape {
   readonly files: () => Effect.Effect<ReadonlyArray<string>>
   /**
    * After a `read` of `filePath`: the instruction files of the directories between the file and
-   * the project root that are neither in the system prompt nor already attached for this
-   * message, wrapped in `<system-reminder>` for the read tool to append to its output.
-   * Each file is attached at most once per `messageID`.
+   * the project root (in each directory the first of AGENTS.md, CLAUDE.md, CONTEXT.md; nearest
+   * first) that are neither in the system prompt nor already attached for this message, wrapped
+   * in one `<system-reminder>` for the read tool to append to its output. Each file is attached
+   * at most once per `messageID`; undefined when there is nothing new.
    */
   readonly forRead: (input: { readonly messageID: string; readonly filePath: string }) => Effect.Effect<string | undefined>
 }
@@ -235,7 +239,7 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
       }),
       forRead: Effect.fn("InstructionLoader.forRead")(function*(input) {
         const target = path.resolve(instance.directory, input.filePath)
-        if (!within(target, instance.worktree)) return undefined
+        if (!projectEnabled || !within(target, instance.worktree)) return undefined
         const loaded = new Set((yield* collect(configuredOnce)).map((entry) => entry.source))
         // One instruction file per directory (same name preference as the project files).
         const candidates = yield* Effect.forEach(

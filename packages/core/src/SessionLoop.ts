@@ -9,6 +9,7 @@ import {
   type ModelRef,
   type Part,
   type PartID,
+  type PermissionRuleset,
   RejectedError,
   type SessionID,
   type SessionNotFound,
@@ -22,6 +23,7 @@ import {
   Cause,
   Context,
   Data,
+  Schema,
   Deferred,
   Duration,
   Effect,
@@ -114,8 +116,16 @@ export interface SessionLoopShape {
   readonly resume: (sessionID: SessionID) => Effect.Effect<RunOutcome, LoopError>
   /** Stops the session's run: tools are cancelled, their parts marked interrupted. */
   readonly abort: (sessionID: SessionID) => Effect.Effect<void>
+  /** Summarizes the session now (after the run in progress, if any). */
+  readonly compact: (sessionID: SessionID) => Effect.Effect<RunOutcome, LoopError>
   readonly status: (sessionID: SessionID) => Effect.Effect<SessionStatus>
   readonly statuses: () => Effect.Effect<ReadonlyMap<SessionID, SessionStatus>>
+}
+
+interface RunOptions {
+  readonly autoApprove: boolean
+  /** Summarize the session instead of running the model on it. */
+  readonly compactOnly?: boolean
 }
 
 /** Defaults that OpenCode uses; the retry cap is ours (OpenCode retries forever). */
@@ -146,6 +156,7 @@ const stopRun = (reason: StopReason, error: MessageError) => new StopRun({ reaso
 
 interface Runner {
   readonly fiber: Fiber.RuntimeFiber<RunOutcome, LoopError>
+  readonly options: RunOptions
   /** User messages sent while the run is going; taken in at the start of the next step. */
   readonly incoming: Array<LiveMessage>
   /** Set before the runner is interrupted, so cleanup can say why. */
@@ -232,7 +243,22 @@ function make() {
       }
       yield* store.upsertMessage(info)
       const parts: Array<Part> = []
+      // An @mention of a subagent runs it on the message: the loop picks the subtask up first.
+      const text = input.parts.flatMap((part) => (part.type === "text" && !part.synthetic ? [part.text] : [])).join("\n")
+      const mentioned: Array<PromptPartInput> = []
       for (const part of input.parts) {
+        if (part.type !== "agent" || input.parts.some((other) => other.type === "subtask")) continue
+        const target = yield* agents.get(part.name).pipe(Effect.option)
+        if (Option.isSome(target) && target.value.mode !== "primary" && text.trim()) {
+          mentioned.push({
+            type: "subtask",
+            prompt: text,
+            description: text.trim().split(/\s+/).slice(0, 5).join(" "),
+            agent: part.name
+          })
+        }
+      }
+      for (const part of [...input.parts, ...mentioned]) {
         const base = { id: Identifier.ascending("part") as PartID, sessionID: info.sessionID, messageID: info.id }
         const stored: Part =
           part.type === "text"
@@ -255,9 +281,164 @@ function make() {
       return { info, parts } satisfies LiveMessage
     })
 
+    // --- subagents ------------------------------------------------------------------------
+
+    const subagentDepth = config.subagent_depth ?? 1
+
+    /** The subagents `agent` may start: not primary, not hidden, not denied by its `task` rules. */
+    const subagentsFor = (agent: Agent) =>
+      Effect.map(agents.list(), (all) =>
+        all.filter((candidate) =>
+          candidate.mode !== "primary" && !candidate.hidden &&
+          Permission.evaluate("task", candidate.name, agent.permission).action !== "deny"
+        ))
+
+    /** How many parents a session has. */
+    const depthOf = (sessionID: SessionID): Effect.Effect<number> =>
+      Effect.gen(function*() {
+        let depth = 0
+        let current = yield* store.get(sessionID).pipe(Effect.orDie)
+        while (current.parentID) {
+          depth++
+          current = yield* store.get(current.parentID).pipe(Effect.orDie)
+        }
+        return depth
+      })
+
+    /**
+     * The child session's rules: what the parent may not do, the child may not do either (its
+     * agent's and its session's denies, and the parent session's external-directory answers);
+     * todo and task are off unless the subagent's own config mentions them; no task at all
+     * past the nesting limit.
+     */
+    const childRules = (parent: Agent, parentSession: PermissionRuleset, subagent: Agent, childDepth: number) => {
+      const own = (permission: string) =>
+        subagent.permission.some((rule) => rule.permission === permission && rule.source?.layer !== "default")
+      const carried = [
+        ...parent.permission.filter((rule) => rule.action === "deny" && rule.source?.layer !== "default"),
+        ...parentSession.filter((rule) => rule.action === "deny" || rule.permission === "external_directory")
+      ]
+      const note = (text: string) => ({ layer: "session" as const, note: text })
+      return [
+        ...carried,
+        ...(own("todowrite") ? [] : [{ permission: "todowrite", pattern: "*", action: "deny" as const, source: note("subagent default") }]),
+        ...(own("task") && childDepth < subagentDepth
+          ? []
+          : [{ permission: "task", pattern: "*", action: "deny" as const, source: note(`subagent depth limit ${subagentDepth}`) }])
+      ] satisfies PermissionRuleset
+    }
+
+    const subagentResult = (childID: SessionID, outcome: RunOutcome) => {
+      const texts = (outcome.message?.parts ?? []).flatMap((part) => (part.type === "text" && !part.synthetic ? [part.text] : []))
+      return `<task id="${childID}" state="${outcome.reason}">\n<task_result>\n${texts.join("\n").trim()}\n</task_result>\n</task>`
+    }
+
+    /** Runs (or resumes) a subagent in a child session and returns its last answer. */
+    const runSubagent = (
+      params: { readonly description: string; readonly prompt: string; readonly subagent_type: string; readonly task_id?: string | undefined },
+      context: Pick<Tool.ToolContext, "sessionID" | "messageID" | "agent" | "metadata">,
+      options: { readonly ask: Tool.ToolContext["ask"] | undefined }
+    ) =>
+      Effect.gen(function*() {
+        const fail = (detail: string) => new Tool.ToolExecutionError({ tool: "task", detail })
+        const available = yield* subagentsFor(context.agent)
+        const subagent = available.find((candidate) => candidate.name === params.subagent_type)
+        if (!subagent) {
+          return yield* fail(
+            `Unknown subagent "${params.subagent_type}". Available: ${available.map((candidate) => candidate.name).join(", ") || "none"}`
+          )
+        }
+        if (options.ask) yield* options.ask({ permission: "task", patterns: [subagent.name], always: [subagent.name] })
+        const parentSession = yield* store.get(context.sessionID).pipe(Effect.orDie)
+        const childDepth = (yield* depthOf(context.sessionID)) + 1
+        if (childDepth > subagentDepth) return yield* fail(`Subagents cannot start further subagents here (subagent_depth is ${subagentDepth}).`)
+
+        const resumed = params.task_id
+          ? yield* store.get(params.task_id as SessionID).pipe(Effect.option)
+          : Option.none()
+        if (params.task_id && (Option.isNone(resumed) || resumed.value.parentID !== context.sessionID)) {
+          return yield* fail(`No subagent session ${params.task_id} belongs to this session; leave task_id out to start a new one.`)
+        }
+        const child = Option.isSome(resumed)
+          ? resumed.value
+          : yield* store.create({
+            parentID: context.sessionID,
+            title: `${params.description} (@${subagent.name} subagent)`,
+            agent: subagent.name,
+            permission: childRules(context.agent, parentSession.permission ?? [], subagent, childDepth)
+          }).pipe(Effect.orDie)
+
+        const parentMessage = yield* store.getMessage(context.sessionID, context.messageID).pipe(Effect.orDie)
+        const parentModel = parentMessage.info.role === "assistant"
+          ? { providerID: parentMessage.info.providerID, modelID: parentMessage.info.modelID }
+          : undefined
+        const model = subagent.model ?? parentModel
+
+        // Live progress: the child's tool calls, as the parent's task part metadata.
+        const progress = new Map<string, { id: string; tool: string; status: string; title?: string }>()
+        const updates = yield* bus.subscribe({ types: ["message.part.updated"] })
+        yield* updates.pipe(
+          Stream.filter((event) => event.properties.part.sessionID === child.id && event.properties.part.type === "tool"),
+          Stream.runForEach((event) => {
+            const part = event.properties.part as ToolPart
+            const title = part.state.status === "completed" || part.state.status === "running" ? part.state.title : undefined
+            progress.set(part.id, { id: part.id, tool: part.tool, status: part.state.status, ...(title ? { title } : {}) })
+            return context.metadata({ metadata: { sessionId: child.id, summary: [...progress.values()] } })
+          }),
+          Effect.catchAllCause((cause) => Effect.logError("subagent progress stopped", cause)),
+          Effect.forkScoped
+        )
+        yield* context.metadata({ title: params.description, metadata: { sessionId: child.id, summary: [] } })
+
+        const parentRunner = runners.get(context.sessionID)
+        const outcome = yield* prompt({
+          sessionID: child.id,
+          parts: [{ type: "text", text: params.prompt }],
+          agent: subagent.name,
+          ...(model ? { model } : {}),
+          autoApprove: parentRunner?.options.autoApprove === true
+        }).pipe(
+          Effect.onInterrupt(() => abort(child.id)),
+          Effect.mapError((error) => fail(`The ${subagent.name} subagent could not start: ${error.message}`))
+        )
+        const output = subagentResult(child.id, outcome)
+        if (outcome.reason !== "completed") {
+          const why = outcome.error?.data.message ?? outcome.reason
+          return yield* fail(`The ${subagent.name} subagent stopped before finishing (${why}).\n${output}\nPass task_id="${child.id}" to resume it.`)
+        }
+        return {
+          title: params.description,
+          output,
+          metadata: { sessionId: child.id, summary: [...progress.values()], agent: subagent.name, cost: outcome.usage.cost }
+        } satisfies Tool.ToolResult
+      }).pipe(Effect.scoped)
+
+    const taskTool: Tool.AnyTool = Tool.make({
+      id: "task",
+      description: Prompts.read("tool/task.txt"),
+      parameters: Schema.Struct({
+        description: Schema.String.annotations({ description: "A short (3-5 words) description of the task" }),
+        prompt: Schema.String.annotations({ description: "The task for the agent to perform" }),
+        subagent_type: Schema.String.annotations({ description: "The type of specialized agent to use for this task" }),
+        task_id: Schema.optional(Schema.String).annotations({
+          description: "Pass the id of an earlier task to continue that subagent session instead of starting a new one"
+        }),
+        command: Schema.optional(Schema.String).annotations({ description: "The command that triggered this task" })
+      }),
+      describe: (agent) =>
+        Effect.map(subagentsFor(agent), (list) =>
+          [
+            Prompts.read("tool/task.txt"),
+            "",
+            "Available agents:",
+            ...list.map((candidate) => `- ${candidate.name}: ${candidate.description ?? "(no description)"}`)
+          ].join("\n")),
+      execute: (params, context) => runSubagent(params, context, { ask: context.ask })
+    })
+
     // --- the run -------------------------------------------------------------------------
 
-    const run = (sessionID: SessionID, options: { readonly autoApprove: boolean }) =>
+    const run = (sessionID: SessionID, options: RunOptions) =>
       Effect.gen(function*() {
         const session = yield* store.get(sessionID)
         const history: Array<LiveMessage> = (yield* store.history(sessionID)).map((message) => ({
@@ -329,6 +510,100 @@ function make() {
           return undefined
         }
 
+        /** Subtask parts of the newest user message that no later task call has handled yet. */
+        const pendingSubtask = (user: LiveMessage) => {
+          const index = history.indexOf(user)
+          const handled = new Set(
+            history.slice(index + 1).flatMap((message) =>
+              message.parts.flatMap((part) => part.type === "tool" && typeof part.metadata?.subtask === "string" ? [part.metadata.subtask] : [])
+            )
+          )
+          return user.parts.find((part): part is Extract<Part, { type: "subtask" }> => part.type === "subtask" && !handled.has(part.id))
+        }
+
+        /** Runs a requested subtask as a task call of a new assistant message; the model then sees its result. */
+        const runPendingSubtask = (
+          subtask: Extract<Part, { type: "subtask" }>,
+          user: LiveMessage & { info: UserMessage },
+          agent: Agent,
+          model: ResolvedModel
+        ) =>
+          Effect.gen(function*() {
+            const info: AssistantMessage = {
+              id: Identifier.ascending("message") as MessageID,
+              sessionID,
+              role: "assistant",
+              time: { created: Date.now() },
+              parentID: user.info.id,
+              providerID: model.info.providerID,
+              modelID: model.info.modelID,
+              agent: agent.name,
+              mode: agent.name,
+              path: { cwd: instance.directory, root: instance.worktree },
+              cost: 0,
+              tokens: emptyUsage()
+            }
+            const message: LiveMessage = { info, parts: [] }
+            history.push(message)
+            lastAssistant = message
+            yield* store.upsertMessage(info)
+            const input = { description: subtask.description, prompt: subtask.prompt, subagent_type: subtask.agent }
+            const started = Date.now()
+            let part: ToolPart = {
+              id: Identifier.ascending("part") as PartID,
+              sessionID,
+              messageID: info.id,
+              type: "tool",
+              callID: `subtask_${subtask.id}`,
+              tool: "task",
+              state: { status: "running", input, time: { start: started } },
+              metadata: { subtask: subtask.id }
+            }
+            yield* writePart(message, part)
+            const exit = yield* Effect.exit(
+              runSubagent(input, {
+                sessionID,
+                messageID: info.id,
+                agent,
+                metadata: (update) =>
+                  Effect.suspend(() => {
+                    if (part.state.status !== "running") return Effect.void
+                    part = {
+                      ...part,
+                      state: {
+                        ...part.state,
+                        ...(update.title ? { title: update.title } : {}),
+                        metadata: { ...part.state.metadata, ...update.metadata }
+                      }
+                    }
+                    return writePart(message, part)
+                  })
+              }, { ask: undefined })
+            )
+            const metadata = part.state.status === "running" ? part.state.metadata ?? {} : {}
+            if (Exit.isSuccess(exit)) {
+              yield* writePart(message, {
+                ...part,
+                state: {
+                  status: "completed",
+                  input,
+                  output: exit.value.output,
+                  title: exit.value.title,
+                  metadata: { ...metadata, ...exit.value.metadata },
+                  time: { start: started, end: Date.now() }
+                }
+              })
+            } else {
+              const failure = Cause.failureOption(exit.cause)
+              if (Option.isNone(failure)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+              yield* writePart(message, {
+                ...part,
+                state: { status: "error", input, error: failure.value.message, metadata, time: { start: started, end: Date.now() } }
+              })
+            }
+            yield* finishMessage(message, { finish: "tool-calls" })
+          })
+
         let compactedWithoutStep = false
         /** Replaces the in-memory history by [tail, summary request, summary] (+ a nudge to go on). */
         const compactHistory = (input: { model: ResolvedModel; user: UserMessage; auto: boolean; overflow: boolean }) =>
@@ -353,6 +628,12 @@ function make() {
 
         let step = 0
         const loop: Effect.Effect<Ending, LoopError | StopRun> = Effect.gen(function*() {
+          if (options.compactOnly) {
+            const user = latestUser()
+            if (!user) return { reason: "completed" as const }
+            yield* compactHistory({ model: yield* providers.resolve(user.info.model), user: user.info, auto: false, overflow: false })
+            return { reason: "completed" as const }
+          }
           for (;;) {
             for (const message of runner.incoming.splice(0)) {
               if (!history.some((existing) => existing.info.id === message.info.id)) history.push(message)
@@ -366,6 +647,12 @@ function make() {
             const model = yield* providers.resolve(user.info.model)
             if (step === 1 && !session.parentID && session.title.startsWith("New session - ")) {
               yield* FiberSet.run(background, generateTitle(sessionID, user, model))
+            }
+            // A subtask the user asked for (a subtask part or an @agent mention) runs first.
+            const subtask = pendingSubtask(user)
+            if (subtask) {
+              yield* runPendingSubtask(subtask, user, agent, model)
+              continue
             }
             // The last step filled the window: summarize before asking again. Only steps after
             // the latest summary count, and never twice without a real step in between.
@@ -403,7 +690,10 @@ function make() {
             const { agent, model, user } = input
             const ruleset = Permission.merge(agent.permission, session.permission ?? [])
             const disabledTools = Object.entries(user.info.tools ?? {}).filter(([, on]) => !on).map(([id]) => id)
-            const tools = yield* registry.forAgent({ agent, model: model.info, ruleset, disabled: disabledTools })
+            const registered = yield* registry.forAgent({ agent, model: model.info, ruleset, disabled: disabledTools })
+            const offerTask = !Permission.disabled(["task"], ruleset).has("task") && !disabledTools.includes("task") &&
+              (yield* subagentsFor(agent)).length > 0
+            const tools = offerTask ? [...registered, taskTool] : registered
             const isLastStep = agent.steps !== undefined && input.step >= agent.steps
             const system = SystemPrompt.build({
               agent,
@@ -823,7 +1113,12 @@ function make() {
                 model,
                 system: input.system,
                 messages: input.messages,
-                tools: input.tools.map((tool) => ({ id: tool.id, description: tool.description, parameters: Tool.jsonSchemaOf(tool) })),
+                tools: yield* Effect.forEach(input.tools, (tool) =>
+                  Effect.map(tool.describe ? tool.describe(agent) : Effect.succeed(tool.description), (description) => ({
+                    id: tool.id,
+                    description,
+                    parameters: Tool.jsonSchemaOf(tool)
+                  }))),
                 abortSignal: abortController.signal,
                 ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
                 ...(agent.topP !== undefined ? { topP: agent.topP } : {})
@@ -889,6 +1184,8 @@ function make() {
           ),
           Effect.onInterrupt(() => cleanUp(runner.stopReason ?? "aborted", runner.stopError))
         )
+        // Old tool outputs are cleared once the run is over, never in the middle of it.
+        yield* compaction.prune(sessionID, history).pipe(Effect.catchAllCause((cause) => Effect.logError("prune failed", cause)))
         const last = lastAssistant
         return {
           ...outcome,
@@ -900,7 +1197,7 @@ function make() {
     // --- runners ---------------------------------------------------------------------------
 
     /** Starts the session's run, or returns the one in progress. */
-    const ensureRunning = (sessionID: SessionID, options: { readonly autoApprove: boolean }) =>
+    const ensureRunning = (sessionID: SessionID, options: RunOptions) =>
       Effect.gen(function*() {
         const existing = runners.get(sessionID)
         if (existing) return existing
@@ -918,7 +1215,7 @@ function make() {
           ),
           Effect.forkIn(layerScope)
         )
-        const runner: Runner = { fiber, incoming: [], stopReason: undefined, stopError: undefined }
+        const runner: Runner = { fiber, options, incoming: [], stopReason: undefined, stopError: undefined }
         runners.set(sessionID, runner)
         yield* Deferred.succeed(ready, undefined)
         return runner
@@ -951,6 +1248,13 @@ function make() {
       yield* store.get(sessionID)
       const running = runners.get(sessionID)
       return yield* awaitRun(running ?? (yield* ensureRunning(sessionID, { autoApprove: false })))
+    })
+
+    const compact = Effect.fn("SessionLoop.compact")(function*(sessionID: SessionID) {
+      yield* store.get(sessionID)
+      const running = runners.get(sessionID)
+      if (running) yield* Fiber.await(running.fiber)
+      return yield* awaitRun(yield* ensureRunning(sessionID, { autoApprove: false, compactOnly: true }))
     })
 
     const abort = Effect.fn("SessionLoop.abort")(function*(sessionID: SessionID) {
@@ -995,6 +1299,7 @@ function make() {
       prompt,
       resume,
       abort,
+      compact,
       status: (sessionID) => Effect.sync(() => statuses.get(sessionID) ?? { type: "idle" as const }),
       statuses: () => Effect.sync(() => new Map(statuses))
     } satisfies SessionLoopShape

@@ -45,7 +45,7 @@ export interface SkillRegistryShape {
  *    the deepest `.agent/` and `.opencode/` dirs, the global config dir last), each
  *    `skill/**\/SKILL.md` then `skills/**\/SKILL.md`;
  * 3. `skills.paths` entries from the config, in order, each searched for `**\/SKILL.md`
- *    (`~/` expanded, relative paths taken from the working directory);
+ *    (`~/` expanded, a relative path taken from the directory of the config file that set it);
  * 4. `~/.agents/skills/<skill>/SKILL.md`, then `~/.claude/skills/<skill>/SKILL.md`.
  *
  * So the project beats the user's own setup, and a more specific directory beats a broader one.
@@ -57,7 +57,12 @@ export class SkillRegistry extends Context.Tag("@agent/core/SkillRegistry")<Skil
     Effect.gen(function*() {
       const instance = yield* Instance
       const info = yield* (yield* ConfigService).info()
-      const roots = skillRoots(instance, info.directories, info.config.skills?.paths ?? [])
+      const configPaths = (info.config.skills?.paths ?? []).map((entry, index) => {
+        // A relative entry is taken from the directory of the config file that set it.
+        const file = info.origin(["skills", "paths", String(index)])?.file
+        return { entry, base: file !== undefined && path.isAbsolute(file) ? path.dirname(file) : instance.worktree }
+      })
+      const roots = skillRoots(instance, info.directories, configPaths)
       const fiber = yield* Effect.forkScoped(
         discover(roots).pipe(
           Effect.catchAllCause((cause) =>
@@ -183,7 +188,7 @@ const within = (child: string, parent: string): boolean => {
 export const skillRoots = (
   instance: InstanceInfo,
   configDirectories: ReadonlyArray<string>,
-  configPaths: ReadonlyArray<string>
+  configPaths: ReadonlyArray<{ readonly entry: string; readonly base: string }>
 ): ReadonlyArray<SkillRoot> => {
   const roots: Array<SkillRoot> = []
   const upward: Array<string> = []
@@ -203,9 +208,9 @@ export const skillRoots = (
     roots.push({ dir: path.join(dir, "skill"), depth: "recursive" })
     roots.push({ dir: path.join(dir, "skills"), depth: "recursive" })
   }
-  for (const entry of configPaths) {
+  for (const { base, entry } of configPaths) {
     const expanded = entry === "~" ? instance.home : entry.startsWith("~/") ? path.join(instance.home, entry.slice(2)) : entry
-    roots.push({ dir: path.resolve(instance.directory, expanded), depth: "recursive" })
+    roots.push({ dir: path.resolve(base, expanded), depth: "recursive" })
   }
   roots.push({ dir: path.join(instance.home, ".agents", "skills"), depth: "children" })
   roots.push({ dir: path.join(instance.home, ".claude", "skills"), depth: "children" })
@@ -221,91 +226,41 @@ const FS_CONCURRENCY = 32
 
 const compareNames = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
-/** Finds, reads and parses every SKILL.md under `roots`; bad files are logged and skipped. */
+/** Runs at most `limit` of the returned function's tasks at once. */
+const limiter = (limit: number) => {
+  let active = 0
+  const waiting: Array<() => void> = []
+  return async <A>(task: () => Promise<A>): Promise<A> => {
+    if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve))
+    active++
+    try {
+      return await task()
+    } finally {
+      active--
+      waiting.shift()?.()
+    }
+  }
+}
+
+type Loaded = { readonly skill: Skill } | { readonly file: string; readonly problem: string }
+
+/**
+ * Finds, reads and parses every SKILL.md under `roots`; bad files are logged and skipped.
+ * The walk is plain promises behind one limiter: thousands of tiny fs calls cost several times
+ * more as fibers, and this runs at every startup.
+ */
 export const discover = (roots: ReadonlyArray<SkillRoot>): Effect.Effect<Discovered> =>
   Effect.gen(function*() {
     const started = Date.now()
-    const semaphore = yield* Effect.makeSemaphore(FS_CONCURRENCY)
-    const io = <A>(run: () => Promise<A>): Effect.Effect<A> => (void semaphore, Effect.promise(run))
-
-    const entriesOf = (dir: string) =>
-      io(() => fsp.readdir(dir, { withFileTypes: true }).catch(() => [])).pipe(
-        Effect.map((entries) => [...entries].sort((a, b) => compareNames(a.name, b.name)))
-      )
-    const isDirectory = (entry: { isDirectory(): boolean; isSymbolicLink(): boolean }, full: string) =>
-      entry.isDirectory()
-        ? Effect.succeed(true)
-        : entry.isSymbolicLink()
-        ? io(() => fsp.stat(full).then((stat) => stat.isDirectory(), () => false))
-        : Effect.succeed(false)
-    const isFile = (file: string) => io(() => fsp.stat(file).then((stat) => stat.isFile(), () => false))
-
-    /** SKILL.md files below `dir`, in walk order. `seen` holds real paths, so link loops end. */
-    const walk = (dir: string, depth: number, seen: Set<string>): Effect.Effect<ReadonlyArray<string>> =>
-      Effect.gen(function*() {
-        const real = yield* io(() => fsp.realpath(dir).catch(() => dir))
-        if (seen.has(real)) return []
-        seen.add(real)
-        const entries = yield* entriesOf(dir)
-        const here = entries.some((entry) => entry.name === "SKILL.md" && !entry.isDirectory())
-          ? [path.join(dir, "SKILL.md")]
-          : []
-        if (depth >= MAX_DEPTH) return here
-        const below = yield* Effect.forEach(
-          entries.filter((entry) => !SKIP_DIRS.has(entry.name)),
-          (entry) => {
-            const full = path.join(dir, entry.name)
-            return Effect.flatMap(isDirectory(entry, full), (isDir) => (isDir ? walk(full, depth + 1, seen) : Effect.succeed([])))
-          },
-          { concurrency: "unbounded" }
-        )
-        return [...here, ...below.flat()]
-      })
-
-    const filesOf = (root: SkillRoot): Effect.Effect<ReadonlyArray<string>> =>
-      root.depth === "recursive"
-        ? walk(root.dir, 0, new Set())
-        : Effect.gen(function*() {
-          const entries = yield* entriesOf(root.dir)
-          const found = yield* Effect.forEach(entries, (entry) => {
-            const full = path.join(root.dir, entry.name)
-            return Effect.flatMap(isDirectory(entry, full), (isDir) =>
-              isDir
-                ? Effect.map(isFile(path.join(full, "SKILL.md")), (exists) => (exists ? [path.join(full, "SKILL.md")] : []))
-                : Effect.succeed([]))
-          }, { concurrency: "unbounded" })
-          return found.flat()
-        })
-
-    const load = (file: string): Effect.Effect<Skill | undefined> =>
-      Effect.gen(function*() {
-        const read = yield* io(() => fsp.readFile(file, "utf8").then((text) => ({ text }), (error: unknown) => ({ error })))
-        if ("error" in read) {
-          yield* Effect.logWarning(
-            `skipped skill ${file}: cannot read it (${read.error instanceof Error ? read.error.message : String(read.error)})`
-          )
-          return undefined
-        }
-        const parsed = parseSkill(read.text)
-        if (parsed._tag === "Invalid") {
-          yield* Effect.logWarning(`skipped skill ${file}: ${parsed.reason}`)
-          return undefined
-        }
-        return { name: parsed.name, description: parsed.description, location: file, directory: path.dirname(file) }
-      })
-
-    const perRoot = yield* Effect.forEach(
-      roots,
-      (root) =>
-        Effect.flatMap(filesOf(root), (files) =>
-          Effect.forEach(files, load, { concurrency: "unbounded" })),
-      { concurrency: "unbounded" }
-    )
-
+    const found = yield* Effect.promise(() => findAll(roots))
     // Precedence: the order of `roots`, then walk order.
     const winners = new Map<string, Skill>()
-    for (const skill of perRoot.flat()) {
-      if (skill === undefined) continue
+    for (const loaded of found.loaded) {
+      if ("problem" in loaded) {
+        yield* Effect.logWarning(`skipped skill ${loaded.file}: ${loaded.problem}`)
+        continue
+      }
+      const { skill } = loaded
       const earlier = winners.get(skill.name)
       if (earlier === undefined) winners.set(skill.name, skill)
       else if (earlier.location !== skill.location) {
@@ -313,12 +268,69 @@ export const discover = (roots: ReadonlyArray<SkillRoot>): Effect.Effect<Discove
       }
     }
     const skills = sortByName([...winners.values()])
-    const reals = yield* Effect.forEach(
-      skills,
-      (skill) => io(() => fsp.realpath(skill.directory).catch(() => skill.directory)),
-      { concurrency: "unbounded" }
+    const reals = yield* Effect.promise(() =>
+      Promise.all(skills.map((skill) => fsp.realpath(skill.directory).catch(() => skill.directory)))
     )
     const directories = [...new Set(skills.flatMap((skill, index) => [skill.directory, reals[index]!]))]
     yield* Effect.logDebug(`found ${skills.length} skills in ${Date.now() - started} ms`)
     return { skills, directories }
   }).pipe(Effect.withSpan("SkillRegistry.discover"))
+
+const findAll = async (roots: ReadonlyArray<SkillRoot>): Promise<{ readonly loaded: ReadonlyArray<Loaded> }> => {
+  const io = limiter(FS_CONCURRENCY)
+  const entriesOf = async (dir: string) => {
+    const entries = await io(() => fsp.readdir(dir, { withFileTypes: true }).catch(() => []))
+    return entries.sort((a, b) => compareNames(a.name, b.name))
+  }
+  const isDirectory = async (entry: { isDirectory(): boolean; isSymbolicLink(): boolean }, full: string) =>
+    entry.isDirectory() ||
+    (entry.isSymbolicLink() && (await io(() => fsp.stat(full).then((stat) => stat.isDirectory(), () => false))))
+
+  /** SKILL.md files below `dir`, in walk order. `seen` holds real paths, so link loops end. */
+  const walk = async (dir: string, depth: number, seen: Set<string>): Promise<Array<string>> => {
+    const real = await io(() => fsp.realpath(dir).catch(() => dir))
+    if (seen.has(real)) return []
+    seen.add(real)
+    const entries = await entriesOf(dir)
+    const here = entries.some((entry) => entry.name === "SKILL.md" && !entry.isDirectory()) ? [path.join(dir, "SKILL.md")] : []
+    if (depth >= MAX_DEPTH) return here
+    const below = await Promise.all(
+      entries
+        .filter((entry) => !SKIP_DIRS.has(entry.name))
+        .map(async (entry) => {
+          const full = path.join(dir, entry.name)
+          return (await isDirectory(entry, full)) ? walk(full, depth + 1, seen) : []
+        })
+    )
+    return [...here, ...below.flat()]
+  }
+
+  const children = async (dir: string): Promise<Array<string>> => {
+    const entries = await entriesOf(dir)
+    const found = await Promise.all(entries.map(async (entry) => {
+      const full = path.join(dir, entry.name)
+      if (!(await isDirectory(entry, full))) return []
+      const file = path.join(full, "SKILL.md")
+      return (await io(() => fsp.stat(file).then((stat) => stat.isFile(), () => false))) ? [file] : []
+    }))
+    return found.flat()
+  }
+
+  const load = async (file: string): Promise<Loaded> => {
+    let text: string
+    try {
+      text = await io(() => fsp.readFile(file, "utf8"))
+    } catch (error) {
+      return { file, problem: `cannot read it (${error instanceof Error ? error.message : String(error)})` }
+    }
+    const parsed = parseSkill(text)
+    if (parsed._tag === "Invalid") return { file, problem: parsed.reason }
+    return { skill: { name: parsed.name, description: parsed.description, location: file, directory: path.dirname(file) } }
+  }
+
+  const perRoot = await Promise.all(roots.map(async (root) => {
+    const files = root.depth === "recursive" ? await walk(root.dir, 0, new Set()) : await children(root.dir)
+    return Promise.all(files.map(load))
+  }))
+  return { loaded: perRoot.flat() }
+}

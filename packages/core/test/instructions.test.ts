@@ -129,6 +129,23 @@ describe("InstructionLoader project files", () => {
     }))
 })
 
+describe("InstructionLoader with AGENT_DISABLE_PROJECT_CONFIG", () => {
+  it.scopedLive("project files are ignored and relative entries come from the global config dir", () =>
+    Effect.gen(function*() {
+      const { box, loader } = yield* loaderFor({
+        env: { AGENT_DISABLE_PROJECT_CONFIG: "1" },
+        files: {
+          ...monorepo,
+          "project/rules.md": "project copy (ignored)",
+          "home/.config/agent/rules.md": "global copy",
+          "home/.config/agent/agent.json": { instructions: ["rules.md"] }
+        }
+      })
+      expect(yield* loader.system()).toEqual([`Instructions from: ${box.path("home/.config/agent/rules.md")}\nglobal copy`])
+      expect(yield* loader.forRead({ messageID: "m", filePath: box.path("project/packages/app/src/index.ts") })).toBeUndefined()
+    }))
+})
+
 describe("InstructionLoader global file", () => {
   it.scopedLive("the config dir's AGENTS.md comes first, and wins over ~/.claude/CLAUDE.md", () =>
     Effect.gen(function*() {

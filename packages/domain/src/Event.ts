@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { MessageID, PartID, PermissionID, SessionID } from "./Ids.js"
 import { Message, MessageError, Part } from "./Message.js"
-import { PermissionReply, PermissionRequest } from "./Permission.js"
+import { PermissionReply, PermissionRequest, PermissionToolRef } from "./Permission.js"
 import { FileDiff, Session, SessionStatus } from "./Session.js"
 
 const event = <const Type extends string, Props extends Schema.Struct.Fields>(type: Type, properties: Props) =>
@@ -53,6 +53,38 @@ export const PermissionReplied = event("permission.replied", {
   reply: PermissionReply
 })
 export const TodoUpdated = event("todo.updated", { sessionID: SessionID, todos: Schema.Array(Todo) })
+/** One choice offered with a question. */
+export const QuestionOption = Schema.Struct({ label: Schema.String, description: Schema.String })
+export type QuestionOption = typeof QuestionOption.Type
+
+/** A question the model asks the user; `custom` (default true) allows a typed answer. */
+export const QuestionInfo = Schema.Struct({
+  question: Schema.String,
+  header: Schema.String,
+  options: Schema.Array(QuestionOption),
+  multiple: Schema.optional(Schema.Boolean),
+  custom: Schema.optional(Schema.Boolean)
+})
+export type QuestionInfo = typeof QuestionInfo.Type
+
+/** Questions waiting for the user's answers (`que_…` id). */
+export const QuestionRequest = Schema.Struct({
+  id: Schema.String,
+  sessionID: SessionID,
+  questions: Schema.Array(QuestionInfo),
+  tool: Schema.optional(PermissionToolRef),
+  time: Schema.Struct({ created: Schema.Number })
+})
+export type QuestionRequest = typeof QuestionRequest.Type
+
+export const QuestionAsked = event("question.asked", QuestionRequest.fields)
+/** One list of chosen labels (or typed text) per question, in order. */
+export const QuestionReplied = event("question.replied", {
+  sessionID: SessionID,
+  requestID: Schema.String,
+  answers: Schema.Array(Schema.Array(Schema.String))
+})
+export const QuestionRejected = event("question.rejected", { sessionID: SessionID, requestID: Schema.String })
 export const McpToolsChanged = event("mcp.tools.changed", { server: Schema.String })
 export const FileEdited = event("file.edited", { file: Schema.String })
 export const CommandExecuted = event("command.executed", {
@@ -79,6 +111,9 @@ export const BusEvent = Schema.Union(
   PartRemoved,
   PermissionAsked,
   PermissionReplied,
+  QuestionAsked,
+  QuestionReplied,
+  QuestionRejected,
   TodoUpdated,
   McpToolsChanged,
   FileEdited,

@@ -41,6 +41,7 @@ export const IdPrefix = {
   part: "prt",
   permission: "per",
   toolOutput: "tool",
-  event: "evt"
+  event: "evt",
+  question: "que"
 } as const
 export type IdKind = keyof typeof IdPrefix

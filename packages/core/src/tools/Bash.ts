@@ -33,8 +33,9 @@ const POLL_MS = 25
 const Parameters = Schema.Struct({
   command: Schema.String.annotations({ description: "The command to execute" }),
   timeout: Schema.optional(
-    Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(MAX_TIMEOUT_MS)).annotations({
-      description: `Optional timeout in milliseconds (max ${MAX_TIMEOUT_MS})`
+    Schema.Number.pipe(Schema.int(), Schema.positive(), Schema.lessThanOrEqualTo(MAX_TIMEOUT_MS)).annotations({
+      description: `Optional timeout in milliseconds (max ${MAX_TIMEOUT_MS})`,
+      message: () => `expected a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`
     })
   ),
   workdir: Schema.optional(
@@ -298,11 +299,11 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = E
               // Once the group is gone the shell has exited; a process that left the group may
               // still hold the pipes, which the drain timer covers.
               const outcome = yield* finished.pipe(Effect.timeout(2_000), Effect.orElseSucceed(() => undefined))
+              yield* Fiber.interrupt(publisher)
               if (outcome !== undefined && outcome._tag === "Left") {
                 return yield* fail(`Could not run the command with ${shell}: ${outcome.left.message}`)
               }
               const exit: ShellExit = outcome?._tag === "Right" ? outcome.right : { code: null, signal: null }
-              yield* Fiber.interrupt(publisher)
               return { ending, exit, text: running.output.text() }
             }),
           (running, result) =>

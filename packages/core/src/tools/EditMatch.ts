@@ -135,7 +135,7 @@ const similarity = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): number 
   const right = b.map((line) => line.trim()).join("\n")
   const longest = Math.max(left.length, right.length)
   if (longest === 0) return 1
-  if (left.length * right.length <= 25_000_000) return 1 - levenshtein(left, right) / longest
+  if (left.length * right.length <= 4_000_000) return 1 - levenshtein(left, right) / longest
   const pairs = Math.max(a.length, b.length)
   let same = 0
   for (let index = 0; index < Math.min(a.length, b.length); index++) if (a[index]!.trim() === b[index]!.trim()) same++

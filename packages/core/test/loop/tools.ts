@@ -66,3 +66,14 @@ export const isAlive = (pid: number) => {
     return false
   }
 }
+
+/** Asks `read` for the path, then returns pretend content. */
+export const peek = Tool.make({
+  id: "read",
+  description: "Reads a file (pretend).",
+  parameters: Schema.Struct({ filePath: Schema.String }),
+  execute: (params, context) =>
+    context.ask({ permission: "read", patterns: [params.filePath], always: ["*"] }).pipe(
+      Effect.as({ title: params.filePath, output: `contents of ${params.filePath}` })
+    )
+})

@@ -10,6 +10,7 @@ import * as Permission from "../../src/Permission.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import type * as Tool from "../../src/Tool.js"
+import * as ToolModule from "../../src/Tool.js"
 import { ToolExecutionError } from "../../src/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
 import { Truncation } from "../../src/Truncate.js"
@@ -167,6 +168,19 @@ describe("bash: running commands", () => {
       expect(full.endsWith(preview)).toBe(true)
     }))
 
+  it.scopedLive("takes OpenCode's parameters; a timeout must be 1..600000 ms", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const schema = ToolModule.jsonSchemaOf(tool) as { required: Array<string>; properties: Record<string, unknown> }
+      expect(Object.keys(schema.properties)).toEqual(["command", "timeout", "workdir", "description"])
+      expect(schema.required).toEqual(["command", "description"])
+      expect(schema.properties.timeout).toMatchObject({ type: "integer", exclusiveMinimum: 0, maximum: 600_000 })
+      const tooLong = yield* Effect.flip(ToolModule.decodeInput(tool, { command: "ls", description: "Lists", timeout: 600_001 }))
+      expect(tooLong.message).toContain("from 1 to 600000")
+      const fine = yield* ToolModule.decodeInput(tool, { command: "ls", description: "Lists", timeout: 600_000 })
+      expect(fine).toMatchObject({ timeout: 600_000 })
+    }))
+
   it.scopedLive("uses $SHELL when it is sh-like, else bash", () =>
     Effect.gen(function*() {
       const { box } = yield* setup()
@@ -197,11 +211,12 @@ describe("bash: live output", () => {
     Effect.gen(function*() {
       const { tool } = yield* setup()
       const { context, updates } = makeContext()
-      yield* run(tool, { command: "for i in $(seq 1 40); do echo $i; sleep 0.02; done" }, context)
+      const result = yield* run(tool, { command: "for i in $(seq 1 200); do echo $i; sleep 0.005; done" }, context)
+      expect(result.output.split("\n")).toHaveLength(201)
       const live = updates.slice(1) // the first one announces the start, with empty output
       expect(updates[0]!.metadata.output).toBe("")
       expect(live.length).toBeGreaterThan(0)
-      expect(live.length).toBeLessThan(20)
+      expect(live.length).toBeLessThan(100)
       for (let index = 1; index < live.length; index++) expect(live[index]!.at - live[index - 1]!.at).toBeGreaterThanOrEqual(80)
     }))
 })

@@ -45,7 +45,7 @@ describe("EditMatch cascade", () => {
   })
 
   it("line-trimmed: a trailing newline in the search takes the line's newline too", () => {
-    const content = "one\n  two\nthree\n"
+    const content = "one\n  two  \nthree\n"
     const replaced = EditMatch.replace(content, "two\n", "2\n")
     expect(replaced).toEqual(Either.right({ content: "one\n2\nthree\n", strategy: "line-trimmed", count: 1 }))
   })
@@ -155,9 +155,9 @@ describe("EditMatch.replace", () => {
   })
 
   it("replaceAll with a tolerant strategy replaces each differently indented match", () => {
-    const content = "a {\n  call(1)\n}\nb {\n      call(1)\n}\n"
-    expect(EditMatch.replace(content, "call(1)\n}", "call(2)\n}", true)).toEqual(
-      Either.right({ content: "a {\ncall(2)\n}\nb {\ncall(2)\n}\n", strategy: "line-trimmed", count: 2 })
+    const content = "a {\n  call(1)\n  end()\n}\nb {\n    call(1)\n    end()\n}\n"
+    expect(EditMatch.replace(content, "call(1)\nend()", "call(2)\nend()", true)).toEqual(
+      Either.right({ content: "a {\ncall(2)\nend()\n}\nb {\ncall(2)\nend()\n}\n", strategy: "line-trimmed", count: 2 })
     )
   })
 

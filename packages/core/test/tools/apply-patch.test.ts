@@ -1,0 +1,281 @@
+import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Exit } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Instance } from "../../src/Instance.js"
+import * as Permission from "../../src/Permission.js"
+import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionStore } from "../../src/SessionStore.js"
+import * as Tool from "../../src/Tool.js"
+import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
+
+type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
+
+/** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */
+const makeContext = (options: { permission?: PermissionConfig } = {}) => {
+  const asks: Array<AskRequest> = []
+  const ruleset = Permission.fromConfig(options.permission ?? { "*": "allow" })
+  const context: Tool.ToolContext = {
+    sessionID: "ses_patch" as SessionID,
+    messageID: "msg_test" as MessageID,
+    callID: "call_test",
+    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
+    abort: new AbortController().signal,
+    ask: (request) =>
+      Effect.suspend(() => {
+        asks.push(request)
+        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
+        return denied === undefined
+          ? Effect.void
+          : Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
+      }),
+    metadata: () => Effect.void
+  }
+  return { context, asks }
+}
+
+const setup = Effect.gen(function*() {
+  const box = yield* TestInstance.sandbox()
+  const tool = yield* Effect.provideService(ApplyPatch.make, Instance, box.instance)
+  const read = (relative: string) => fs.readFileSync(box.path(`project/${relative}`), "utf8")
+  const exists = (relative: string) => fs.existsSync(box.path(`project/${relative}`))
+  return { box, tool, read, exists }
+})
+
+const run = (tool: Tool.AnyTool, patchText: string, context: Tool.ToolContext) =>
+  Tool.decodeInput(tool, { patchText }).pipe(Effect.flatMap((params) => tool.execute(params, context)))
+
+const failureOf = <A>(exit: Exit.Exit<A, Tool.ToolFailure>): Tool.ToolFailure => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  if (exit.cause._tag !== "Fail") throw new Error(`expected a typed failure, got ${exit.cause._tag}`)
+  return exit.cause.error
+}
+
+const patch = (...lines: Array<string>) => ["*** Begin Patch", ...lines, "*** End Patch"].join("\n")
+
+describe("apply_patch: parsing", () => {
+  it("parses every kind of section", () => {
+    const parsed = ApplyPatch.parse(
+      patch(
+        "*** Add File: a.txt",
+        "+one",
+        "+two",
+        "*** Delete File: b.txt",
+        "*** Update File: c.txt",
+        "*** Move to: d.txt",
+        "@@ class C",
+        " keep",
+        "-old",
+        "+new",
+        "*** End of File"
+      )
+    )
+    expect(parsed).toEqual(
+      Either.right([
+        { type: "add", path: "a.txt", content: "one\ntwo\n", line: 2 },
+        { type: "delete", path: "b.txt", line: 5 },
+        {
+          type: "update",
+          path: "c.txt",
+          moveTo: "d.txt",
+          line: 6,
+          hunks: [{ context: "class C", oldLines: ["keep", "old"], newLines: ["keep", "new"], endOfFile: true, line: 8 }]
+        }
+      ])
+    )
+  })
+
+  it("names the offending line", () => {
+    expect(ApplyPatch.parse("*** Add File: a\n+x\n*** End Patch")).toEqual(Either.left('line 1: the patch must start with "*** Begin Patch"'))
+    expect(ApplyPatch.parse("*** Begin Patch\n*** Add File: a\n+x")).toEqual(Either.left('line 3: the patch must end with "*** End Patch"'))
+    expect(ApplyPatch.parse(patch("*** Add File: a", "x"))).toEqual(
+      Either.left('line 3: every line of an added file must start with "+" (in a)')
+    )
+    expect(ApplyPatch.parse(patch("*** Update File: a", " ctx", "?weird"))).toMatchObject(
+      Either.left(expect.stringMatching(/^line 4: unexpected line in the hunk for a: "\?weird"/))
+    )
+    expect(ApplyPatch.parse(patch("*** Update File: a"))).toEqual(Either.left("line 2: Update File a has no hunks"))
+    expect(ApplyPatch.parse(patch("*** Rename: a"))).toMatchObject(Either.left(expect.stringMatching(/^line 2: expected "\*\*\* Add File:"/)))
+    expect(ApplyPatch.parse(patch())).toEqual(Either.left("line 1: the patch contains no file operations"))
+  })
+
+  it("tolerates a heredoc wrapper and CRLF", () => {
+    const parsed = ApplyPatch.parse(`apply_patch <<'EOF'\r\n${patch("*** Delete File: x")}\r\nEOF\r\n`)
+    expect(parsed).toEqual(Either.right([{ type: "delete", path: "x", line: 3 }]))
+  })
+})
+
+describe("apply_patch", () => {
+  it.scopedLive("adds, updates, deletes and moves files in one call, with one edit ask for all paths", () =>
+    Effect.gen(function*() {
+      const { box, tool, read, exists } = yield* setup
+      box.write("project/src/app.ts", "import x from 'x'\n\nfunction main() {\n  start(3000)\n  log('up')\n}\n")
+      box.write("project/old.md", "bye\n")
+      box.write("project/lib/util.ts", "export const a = 1\nexport const b = 2\n")
+      const { context, asks } = makeContext()
+      const result = yield* run(
+        tool,
+        patch(
+          "*** Add File: docs/new.md",
+          "+# New",
+          "+text",
+          "*** Update File: src/app.ts",
+          "@@ function main() {",
+          "-  start(3000)",
+          "+  start(8080)",
+          "   log('up')",
+          "*** Delete File: old.md",
+          "*** Update File: lib/util.ts",
+          "*** Move to: lib/helpers.ts",
+          "@@",
+          " export const a = 1",
+          "-export const b = 2",
+          "+export const b = 3"
+        ),
+        context
+      )
+      expect(read("docs/new.md")).toBe("# New\ntext\n")
+      expect(read("src/app.ts")).toBe("import x from 'x'\n\nfunction main() {\n  start(8080)\n  log('up')\n}\n")
+      expect(exists("old.md")).toBe(false)
+      expect(exists("lib/util.ts")).toBe(false)
+      expect(read("lib/helpers.ts")).toBe("export const a = 1\nexport const b = 3\n")
+      expect(result.output).toBe(
+        "Success. Updated the following files:\nA docs/new.md\nM src/app.ts\nD old.md\nM lib/helpers.ts"
+      )
+      expect(asks).toHaveLength(1)
+      expect(asks[0]).toMatchObject({
+        permission: "edit",
+        patterns: ["docs/new.md", "src/app.ts", "old.md", "lib/util.ts", "lib/helpers.ts"],
+        always: ["*"]
+      })
+      const diff = String(asks[0]!.metadata?.diff)
+      expect(diff).toContain("+# New")
+      expect(diff).toContain("-  start(3000)\n+  start(8080)")
+      expect(diff).toContain("-bye")
+      expect(diff).toContain("-export const b = 2\n+export const b = 3")
+      expect(result.metadata?.diff).toBe(diff)
+      const files = result.metadata?.files as Array<{ relativePath: string; type: string }>
+      expect(files.map((file) => [file.relativePath, file.type])).toEqual([
+        ["docs/new.md", "add"],
+        ["src/app.ts", "update"],
+        ["old.md", "delete"],
+        ["lib/helpers.ts", "move"]
+      ])
+    }))
+
+  it.scopedLive("a hunk that does not apply changes nothing, not even the sections before it", () =>
+    Effect.gen(function*() {
+      const { box, tool, read, exists } = yield* setup
+      box.write("project/a.txt", "one\ntwo\n")
+      box.write("project/b.txt", "three\nfour\n")
+      const { context, asks } = makeContext()
+      const exit = yield* Effect.exit(
+        run(
+          tool,
+          patch(
+            "*** Add File: created.txt",
+            "+new",
+            "*** Update File: a.txt",
+            "-one",
+            "+ONE",
+            "*** Delete File: b.txt",
+            "*** Update File: b.txt",
+            "-nowhere",
+            "+x"
+          ),
+          context
+        )
+      )
+      const message = failureOf(exit).message
+      expect(message).toContain("Patch not applied")
+      // The delete came first, so the update finds no file; the message names the patch line.
+      expect(message).toMatch(/line 8: cannot update .*b\.txt: file not found/)
+      expect(asks).toEqual([])
+      expect(exists("created.txt")).toBe(false)
+      expect(read("a.txt")).toBe("one\ntwo\n")
+      expect(read("b.txt")).toBe("three\nfour\n")
+
+      const stale = yield* Effect.exit(run(tool, patch("*** Update File: a.txt", "@@", " one", "-missing", "+x"), context))
+      expect(failureOf(stale).message).toMatch(/line 3: could not find the lines of this hunk in .*a\.txt:\n  one\n  missing/)
+      expect(read("a.txt")).toBe("one\ntwo\n")
+    }))
+
+  it.scopedLive("a deny writes nothing", () =>
+    Effect.gen(function*() {
+      const { box, tool, read, exists } = yield* setup
+      box.write("project/a.txt", "one\n")
+      const { context } = makeContext({ permission: { "*": "allow", edit: { "*": "allow", "a.txt": "deny" } } })
+      const exit = yield* Effect.exit(run(tool, patch("*** Add File: b.txt", "+b", "*** Update File: a.txt", "-one", "+1"), context))
+      expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+      expect(exists("b.txt")).toBe(false)
+      expect(read("a.txt")).toBe("one\n")
+    }))
+
+  it.scopedLive("finds hunks despite indentation differences and uses @@ context to pick among repeats", () =>
+    Effect.gen(function*() {
+      const { box, tool, read } = yield* setup
+      box.write("project/a.py", "def first():\n    return 1\n\ndef second():\n    return 1\n")
+      yield* run(tool, patch("*** Update File: a.py", "@@ def second():", "-return 1", "+    return 2"), makeContext().context)
+      expect(read("a.py")).toBe("def first():\n    return 1\n\ndef second():\n    return 2\n")
+    }))
+
+  it.scopedLive("applies several hunks in order, pure additions, and keeps CRLF and BOM", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup
+      const file = box.path("project/win.txt")
+      fs.writeFileSync(file, "\uFEFFa\r\nb\r\nc\r\nd\r\ne\r\n")
+      yield* run(
+        tool,
+        patch("*** Update File: win.txt", "@@", " a", "-b", "+B", "@@", " d", "-e", "+E", "*** End of File", "@@", "+f"),
+        makeContext().context
+      )
+      expect(fs.readFileSync(file, "utf8")).toBe("\uFEFFa\r\nB\r\nc\r\nd\r\nE\r\nf\r\n")
+    }))
+
+  it.scopedLive("paths outside the project ask external_directory, then edit with all paths", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup
+      const outside = box.path("elsewhere/x.txt")
+      const { context, asks } = makeContext()
+      yield* run(tool, patch(`*** Add File: ${outside}`, "+x", "*** Add File: inside.txt", "+y"), context)
+      expect(asks.map((ask) => [ask.permission, ask.patterns])).toEqual([
+        ["external_directory", [path.join(box.path("elsewhere"), "*")]],
+        ["edit", [outside, "inside.txt"]]
+      ])
+      expect(fs.readFileSync(outside, "utf8")).toBe("x\n")
+    }))
+
+  it.scopedLive("deleting a missing file fails", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup
+      const exit = yield* Effect.exit(run(tool, patch("*** Delete File: ghost.txt"), makeContext().context))
+      expect(failureOf(exit).message).toMatch(/line 2: cannot delete .*ghost\.txt: file not found/)
+    }))
+})
+
+describe("apply_patch: in the loop", () => {
+  it.scopedLive("the model patches a file", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      box.write("project/main.go", "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n")
+      const tool = yield* Effect.provideService(ApplyPatch.make, Instance, box.instance)
+      const patchText = patch("*** Update File: main.go", "@@ func main() {", "-\tprintln(\"hi\")", "+\tprintln(\"hello\")")
+      const model = ScriptedModel.make([[ScriptedModel.toolCall("apply_patch", { patchText })], "Patched."])
+      // apply_patch is offered to GPT models only.
+      const runtime = yield* TestRuntime.make({ model, tools: [tool], modelInfo: { modelID: "gpt-5" } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "patch" })
+        expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "say hello" }] })).reason).toBe("completed")
+        expect(fs.readFileSync(box.path("project/main.go"), "utf8")).toContain("println(\"hello\")")
+        const part = (yield* store.messages(session.id))
+          .flatMap((message) => message.parts)
+          .find((candidate): candidate is ToolPart => candidate.type === "tool")
+        expect(part?.state.status === "completed" && part.state.output).toBe("Success. Updated the following files:\nM main.go")
+        expect(part?.state.status === "completed" && part.state.metadata?.diff).toContain("+\tprintln(\"hello\")")
+      }).pipe(Effect.provide(runtime.layer))
+    }))
+})

@@ -1,0 +1,252 @@
+import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Instance } from "../../src/Instance.js"
+import * as Permission from "../../src/Permission.js"
+import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionStore } from "../../src/SessionStore.js"
+import * as Tool from "../../src/Tool.js"
+import * as Edit from "../../src/tools/Edit.js"
+import * as FileLock from "../../src/tools/FileLock.js"
+import * as Read from "../../src/tools/Read.js"
+
+type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
+
+/**
+ * A ToolContext that records asks and answers them from `permission` rules (deny fails the call);
+ * `onAsk` runs inside each ask, e.g. to look at the disk while the user is being asked.
+ */
+const makeContext = (
+  options: { permission?: PermissionConfig; sessionID?: string; onAsk?: (request: AskRequest) => Effect.Effect<void> } = {}
+) => {
+  const asks: Array<AskRequest> = []
+  const ruleset = Permission.fromConfig(options.permission ?? { "*": "allow" })
+  const context: Tool.ToolContext = {
+    sessionID: (options.sessionID ?? `ses_edit_${Math.random()}`) as SessionID,
+    messageID: "msg_test" as MessageID,
+    callID: "call_test",
+    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
+    abort: new AbortController().signal,
+    ask: (request) =>
+      Effect.gen(function*() {
+        asks.push(request)
+        if (options.onAsk) yield* options.onAsk(request)
+        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
+        if (denied !== undefined) return yield* Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
+      }),
+    metadata: () => Effect.void
+  }
+  return { context, asks }
+}
+
+const setup = Effect.gen(function*() {
+  const box = yield* TestInstance.sandbox()
+  const edit = yield* Effect.provideService(Edit.make, Instance, box.instance)
+  const read = yield* Effect.provideService(Read.make, Instance, box.instance)
+  return { box, edit, read }
+})
+
+const run = (tool: Tool.AnyTool, input: Record<string, unknown>, context: Tool.ToolContext) =>
+  Tool.decodeInput(tool, input).pipe(Effect.flatMap((params) => tool.execute(params, context)))
+
+const failureOf = <A>(exit: Exit.Exit<A, Tool.ToolFailure>): Tool.ToolFailure => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  if (exit.cause._tag !== "Fail") throw new Error(`expected a typed failure, got ${exit.cause._tag}`)
+  return exit.cause.error
+}
+
+describe("edit", () => {
+  it.scopedLive("replaces a unique passage, asking edit with the diff first", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      box.write("project/src/app.ts", "const a = 1\nconst b = 2\nconst c = 3\n")
+      const file = box.path("project/src/app.ts")
+      let onDiskAtAsk = ""
+      const { context, asks } = makeContext({ onAsk: () => Effect.sync(() => void (onDiskAtAsk = fs.readFileSync(file, "utf8"))) })
+      const result = yield* run(edit, { filePath: "src/app.ts", oldString: "const b = 2", newString: "const b = 20\nconst d = 4" }, context)
+      expect(fs.readFileSync(file, "utf8")).toBe("const a = 1\nconst b = 20\nconst d = 4\nconst c = 3\n")
+      expect(onDiskAtAsk).toBe("const a = 1\nconst b = 2\nconst c = 3\n")
+      expect(result.output).toBe("Edit applied successfully.")
+      expect(result.title).toBe("src/app.ts")
+      expect(result.metadata).toMatchObject({ filepath: file, additions: 2, deletions: 1 })
+      expect(result.metadata?.diff).toContain("-const b = 2\n+const b = 20\n+const d = 4")
+      expect(asks).toHaveLength(1)
+      expect(asks[0]).toMatchObject({ permission: "edit", patterns: ["src/app.ts"], always: ["*"], metadata: { filepath: file } })
+      expect(asks[0]!.metadata?.diff).toBe(result.metadata?.diff)
+    }))
+
+  it.scopedLive("identical strings fail before anything is asked", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      box.write("project/a.txt", "x\n")
+      const { context, asks } = makeContext()
+      const exit = yield* Effect.exit(run(edit, { filePath: "a.txt", oldString: "x", newString: "x" }, context))
+      expect(failureOf(exit).message).toBe("No changes to apply: oldString and newString are identical.")
+      expect(asks).toEqual([])
+    }))
+
+  it.scopedLive("several matches fail and change nothing; replaceAll replaces them all", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      box.write("project/a.txt", "let x = 1\nprint(x)\nlet x = 1\n")
+      const exit = yield* Effect.exit(run(edit, { filePath: "a.txt", oldString: "let x = 1", newString: "let y = 1" }, makeContext().context))
+      expect(failureOf(exit)).toBeInstanceOf(Tool.ToolExecutionError)
+      expect(failureOf(exit).message).toMatch(/^Found multiple matches for oldString/)
+      expect(failureOf(exit).message).toContain("replaceAll")
+      expect(fs.readFileSync(box.path("project/a.txt"), "utf8")).toBe("let x = 1\nprint(x)\nlet x = 1\n")
+
+      const result = yield* run(
+        edit,
+        { filePath: "a.txt", oldString: "let x = 1", newString: "let y = 1", replaceAll: true },
+        makeContext().context
+      )
+      expect(fs.readFileSync(box.path("project/a.txt"), "utf8")).toBe("let y = 1\nprint(x)\nlet y = 1\n")
+      expect(result.metadata).toMatchObject({ additions: 2, deletions: 2 })
+    }))
+
+  it.scopedLive("a passage that is not there fails with a hint; a missing file fails", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      box.write("project/a.txt", "alpha\n")
+      const exit = yield* Effect.exit(run(edit, { filePath: "a.txt", oldString: "omega", newString: "x" }, makeContext().context))
+      expect(failureOf(exit).message).toMatch(/^Could not find oldString in .*a\.txt\. It must match the file's content exactly/)
+      const missing = yield* Effect.exit(run(edit, { filePath: "nope.txt", oldString: "a", newString: "b" }, makeContext().context))
+      expect(failureOf(missing).message).toBe(`File not found: ${box.path("project/nope.txt")}`)
+    }))
+
+  it.scopedLive("tolerates indentation differences through the cascade", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      box.write("project/a.py", "def f():\n    if x:\n        return 1\n")
+      yield* run(edit, { filePath: "a.py", oldString: "if x:\n    return 1", newString: "    if x:\n        return 2" }, makeContext().context)
+      expect(fs.readFileSync(box.path("project/a.py"), "utf8")).toBe("def f():\n    if x:\n        return 2\n")
+    }))
+
+  it.scopedLive("keeps CRLF line endings and the BOM", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      const file = box.path("project/win.txt")
+      fs.writeFileSync(file, "\uFEFFfirst\r\nsecond\r\nthird\r\n")
+      const result = yield* run(edit, { filePath: "win.txt", oldString: "second\nthird", newString: "2nd\nthird\nfourth" }, makeContext().context)
+      expect(fs.readFileSync(file, "utf8")).toBe("\uFEFFfirst\r\n2nd\r\nthird\r\nfourth\r\n")
+      // The diff is over plain lines: only the changed ones show.
+      expect(result.metadata).toMatchObject({ additions: 2, deletions: 1 })
+      expect(String(result.metadata?.diff)).not.toContain("\r")
+      // oldString with CRLF matches too.
+      yield* run(edit, { filePath: "win.txt", oldString: "2nd\r\nthird", newString: "two\r\nthree" }, makeContext().context)
+      expect(fs.readFileSync(file, "utf8")).toBe("\uFEFFfirst\r\ntwo\r\nthree\r\nfourth\r\n")
+    }))
+
+  it.scopedLive("an empty oldString creates the file (with its directories) or overwrites it", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      const created = yield* run(edit, { filePath: "new/dir/file.txt", oldString: "", newString: "hello\n" }, makeContext().context)
+      expect(fs.readFileSync(box.path("project/new/dir/file.txt"), "utf8")).toBe("hello\n")
+      expect(created.metadata).toMatchObject({ additions: 1, deletions: 0 })
+      box.write("project/old.txt", "\uFEFFa\r\nb\r\n")
+      yield* run(edit, { filePath: "old.txt", oldString: "", newString: "c\nd\n" }, makeContext().context)
+      expect(fs.readFileSync(box.path("project/old.txt"), "utf8")).toBe("\uFEFFc\r\nd\r\n")
+    }))
+
+  it.scopedLive("a deny leaves the file alone", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      box.write("project/a.txt", "keep\n")
+      const { context } = makeContext({ permission: { "*": "allow", edit: "deny" } })
+      const exit = yield* Effect.exit(run(edit, { filePath: "a.txt", oldString: "keep", newString: "lose" }, context))
+      expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+      expect(fs.readFileSync(box.path("project/a.txt"), "utf8")).toBe("keep\n")
+    }))
+
+  it.scopedLive("a file outside the project asks external_directory before edit", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      box.write("elsewhere/notes.txt", "one\n")
+      const { context, asks } = makeContext()
+      yield* run(edit, { filePath: box.path("elsewhere/notes.txt"), oldString: "one", newString: "two" }, context)
+      expect(asks.map((ask) => [ask.permission, ask.patterns])).toEqual([
+        ["external_directory", [path.join(box.path("elsewhere"), "*")]],
+        ["edit", [box.path("elsewhere/notes.txt")]]
+      ])
+      expect(fs.readFileSync(box.path("elsewhere/notes.txt"), "utf8")).toBe("two\n")
+    }))
+
+  it.scopedLive("two parallel edits of one file both land (the file lock serialises them)", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      const file = box.path("project/shared.txt")
+      box.write("project/shared.txt", "alpha\nbeta\n")
+      // A slow user: without the lock both edits would read the original before either writes.
+      const { context } = makeContext({ onAsk: () => Effect.sleep("50 millis") })
+      yield* Effect.all(
+        [
+          run(edit, { filePath: "shared.txt", oldString: "alpha", newString: "ALPHA" }, context),
+          run(edit, { filePath: file, oldString: "beta", newString: "BETA" }, context)
+        ],
+        { concurrency: "unbounded" }
+      )
+      expect(fs.readFileSync(file, "utf8")).toBe("ALPHA\nBETA\n")
+      expect(FileLock.active()).toBe(0)
+    }))
+
+  it.scopedLive("refuses to edit a file that changed on disk after this session read it", () =>
+    Effect.gen(function*() {
+      const { box, edit, read } = yield* setup
+      const file = box.path("project/a.txt")
+      box.write("project/a.txt", "one\ntwo\n")
+      const { context } = makeContext({ sessionID: "ses_stale" })
+      yield* run(read, { filePath: "a.txt" }, context)
+      // Someone else changes the file afterwards.
+      fs.writeFileSync(file, "one\ntwo\nthree\n")
+      const later = new Date(Date.now() + 5_000)
+      fs.utimesSync(file, later, later)
+      const exit = yield* Effect.exit(run(edit, { filePath: "a.txt", oldString: "two", newString: "2" }, context))
+      expect(failureOf(exit).message).toMatch(/modified on disk since you last read it.*Read the file again/)
+      expect(fs.readFileSync(file, "utf8")).toBe("one\ntwo\nthree\n")
+      // Another session never read it: allowed. And after reading again, this one may edit too, twice in a row.
+      yield* run(edit, { filePath: "a.txt", oldString: "three", newString: "3" }, makeContext({ sessionID: "ses_other" }).context)
+      fs.utimesSync(file, new Date(Date.now() + 10_000), new Date(Date.now() + 10_000))
+      yield* run(read, { filePath: "a.txt" }, context)
+      yield* run(edit, { filePath: "a.txt", oldString: "two", newString: "2" }, context)
+      yield* run(edit, { filePath: "a.txt", oldString: "one", newString: "1" }, context)
+      expect(fs.readFileSync(file, "utf8")).toBe("1\n2\n3\n")
+    }))
+})
+
+describe("edit: in the loop", () => {
+  it.scopedLive("the model edits a file: the file changes and the tool part carries the diff", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      box.write("project/greet.js", "console.log('hello')\n")
+      const tool = yield* Effect.provideService(Edit.make, Instance, box.instance)
+      const model = ScriptedModel.make([
+        [
+          ScriptedModel.toolCall("edit", {
+            filePath: box.path("project/greet.js"),
+            oldString: "console.log('hello')",
+            newString: "console.log('hello, world')"
+          })
+        ],
+        "Done."
+      ])
+      const runtime = yield* TestRuntime.make({ model, tools: [tool] })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "edit" })
+        const outcome = yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "greet the world" }] })
+        expect(outcome.reason).toBe("completed")
+        expect(fs.readFileSync(box.path("project/greet.js"), "utf8")).toBe("console.log('hello, world')\n")
+        const messages = yield* store.messages(session.id)
+        const part = messages.flatMap((message) => message.parts).find((candidate): candidate is ToolPart => candidate.type === "tool")
+        expect(part?.state.status).toBe("completed")
+        if (part?.state.status !== "completed") return
+        expect(part.state.output).toBe("Edit applied successfully.")
+        expect(part.state.metadata).toMatchObject({ additions: 1, deletions: 1, filepath: box.path("project/greet.js") })
+        expect(part.state.metadata?.diff).toContain("-console.log('hello')\n+console.log('hello, world')")
+      }).pipe(Effect.provide(runtime.layer))
+    }))
+})

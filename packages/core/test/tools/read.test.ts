@@ -1,0 +1,322 @@
+import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Instance } from "../../src/Instance.js"
+import * as Permission from "../../src/Permission.js"
+import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionStore } from "../../src/SessionStore.js"
+import * as Tool from "../../src/Tool.js"
+import * as FileTimes from "../../src/tools/FileTimes.js"
+import * as Read from "../../src/tools/Read.js"
+
+type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
+
+/** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */
+const makeContext = (permission: PermissionConfig = { "*": "allow" }, sessionID = "ses_read") => {
+  const asks: Array<AskRequest> = []
+  const ruleset = Permission.fromConfig(permission)
+  const context: Tool.ToolContext = {
+    sessionID: sessionID as SessionID,
+    messageID: "msg_test" as MessageID,
+    callID: "call_test",
+    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
+    abort: new AbortController().signal,
+    ask: (request) =>
+      Effect.suspend(() => {
+        asks.push(request)
+        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
+        return denied === undefined
+          ? Effect.void
+          : Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
+      }),
+    metadata: () => Effect.void
+  }
+  return { context, asks }
+}
+
+const setup = (options: TestInstance.TestInstanceOptions = {}) =>
+  Effect.gen(function*() {
+    const box = yield* TestInstance.sandbox(options)
+    const tool = yield* Effect.provideService(Read.make, Instance, box.instance)
+    return { box, tool }
+  })
+
+/** Decodes the input as the loop does, then runs the tool. */
+const run = (tool: Tool.AnyTool, input: Record<string, unknown>, context: Tool.ToolContext) =>
+  Tool.decodeInput(tool, input).pipe(Effect.flatMap((params) => tool.execute(params, context)))
+
+const failureOf = <A>(exit: Exit.Exit<A, Tool.ToolFailure>): Tool.ToolFailure => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+  if (failure === undefined) throw new Error(`expected a typed failure, got ${exit.cause._tag}`)
+  return failure
+}
+
+const numbered = (count: number, text: (n: number) => string = (n) => `line ${n}`) =>
+  Array.from({ length: count }, (_, index) => text(index + 1)).join("\n") + "\n"
+
+describe("read: text files", () => {
+  it.scopedLive("shows numbered lines in OpenCode's format and asks read with the worktree-relative path", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/src/a.txt", "alpha\nbeta\ngamma\n")
+      const { context, asks } = makeContext()
+      const result = yield* run(tool, { filePath: "src/a.txt" }, context)
+      const file = box.path("project/src/a.txt")
+      expect(result.output).toBe(
+        `<path>${file}</path>\n<type>file</type>\n<content>\n1: alpha\n2: beta\n3: gamma\n\n(End of file - total 3 lines)\n</content>`
+      )
+      expect(result.title).toBe("src/a.txt")
+      expect(result.truncated).toBe(true)
+      expect(asks).toEqual([{ permission: "read", patterns: ["src/a.txt"], always: ["*"], metadata: { filepath: file } }])
+      expect(FileTimes.lastRead("ses_read", file)).toBe(fs.statSync(file).mtimeMs)
+    }))
+
+  it.scopedLive("offset and limit page through the file; offset 0 starts at line 1", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/ten.txt", numbered(10))
+      const { context } = makeContext()
+      const middle = yield* run(tool, { filePath: "ten.txt", offset: 3, limit: 4 }, context)
+      expect(middle.output).toContain("<content>\n3: line 3\n4: line 4\n5: line 5\n6: line 6\n\n")
+      expect(middle.output).not.toContain("7: line 7")
+      expect(middle.output).toContain("(Showing lines 3-6 of 10. Use offset=7 to continue.)\n</content>")
+      const fromZero = yield* run(tool, { filePath: "ten.txt", offset: 0, limit: 2 }, context)
+      expect(fromZero.output).toContain("<content>\n1: line 1\n2: line 2\n\n(Showing lines 1-2 of 10. Use offset=3 to continue.)")
+      const tail = yield* run(tool, { filePath: "ten.txt", offset: 9 }, context)
+      expect(tail.output).toContain("9: line 9\n10: line 10\n\n(End of file - total 10 lines)")
+    }))
+
+  it.scopedLive("an offset past the end is an error naming the line count", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/ten.txt", numbered(10))
+      const exit = yield* Effect.exit(run(tool, { filePath: "ten.txt", offset: 11 }, makeContext().context))
+      expect(failureOf(exit).message).toBe("Offset 11 is out of range for this file (10 lines)")
+    }))
+
+  it.scopedLive("negative or fractional offsets are rejected by the schema", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const exit = yield* Effect.exit(run(tool, { filePath: "x", offset: -1 }, makeContext().context))
+      expect(failureOf(exit)).toBeInstanceOf(Tool.ToolInputError)
+    }))
+
+  it.scopedLive("counts the lines of a long file without showing them (and without a trailing newline)", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/big.txt", numbered(100_000).slice(0, -1))
+      const result = yield* run(tool, { filePath: "big.txt", limit: 10 }, makeContext().context)
+      expect(result.output).toContain("10: line 10\n\n(Showing lines 1-10 of 100000. Use offset=11 to continue.)")
+      const last = yield* run(tool, { filePath: "big.txt", offset: 100_000 }, makeContext().context)
+      expect(last.output).toContain("100000: line 100000\n\n(End of file - total 100000 lines)")
+    }))
+
+  it.scopedLive("lines longer than 2000 characters are cut", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/wide.txt", `short\n${"x".repeat(5000)}\nend\n`)
+      const result = yield* run(tool, { filePath: "wide.txt" }, makeContext().context)
+      expect(result.output).toContain(`2: ${"x".repeat(2000)}... (line truncated to 2000 chars)\n3: end`)
+      expect(result.output).not.toContain("x".repeat(2001))
+    }))
+
+  it.scopedLive("stops at 50 KB of lines and says where to continue", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/heavy.txt", numbered(3000, () => "y".repeat(100)))
+      const result = yield* run(tool, { filePath: "heavy.txt" }, makeContext().context)
+      // 100-byte lines plus newlines: 506 of them fit in 51200 bytes.
+      expect(result.output).toContain("506: ")
+      expect(result.output).not.toContain("507: ")
+      expect(result.output).toContain("(Output capped at 50 KB. Showing lines 1-506. Use offset=507 to continue.)\n</content>")
+      expect(Buffer.byteLength(result.output)).toBeLessThan(60 * 1024)
+      expect(result.truncated).toBe(true)
+    }))
+
+  it.scopedLive("an empty file has zero lines", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/empty.txt", "")
+      const result = yield* run(tool, { filePath: "empty.txt" }, makeContext().context)
+      expect(result.output).toBe(`<path>${box.path("project/empty.txt")}</path>\n<type>file</type>\n<content>\n(End of file - total 0 lines)\n</content>`)
+    }))
+
+  it.scopedLive("CRLF files show without carriage returns", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/dos.txt", "one\r\ntwo\r\n")
+      const result = yield* run(tool, { filePath: "dos.txt" }, makeContext().context)
+      expect(result.output).toContain("1: one\n2: two\n\n(End of file - total 2 lines)")
+      expect(result.output).not.toContain("\r")
+    }))
+})
+
+describe("read: directories, binaries, images, missing files", () => {
+  it.scopedLive("lists a directory sorted, with / on subdirectories, asking external_directory as a directory when outside", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/dir/b.txt", "b")
+      box.write("project/dir/a/inner.txt", "a")
+      box.write("project/dir/c.md", "c")
+      const { context, asks } = makeContext()
+      const result = yield* run(tool, { filePath: "dir" }, context)
+      expect(result.output).toBe(
+        `<path>${box.path("project/dir")}</path>\n<type>directory</type>\n<entries>\na/\nb.txt\nc.md\n(3 entries)\n</entries>`
+      )
+      expect(asks.map((ask) => ask.permission)).toEqual(["read"])
+
+      box.write("outside/x.txt", "x")
+      const outside = makeContext()
+      yield* run(tool, { filePath: box.path("outside") }, outside.context)
+      expect(outside.asks[0]).toMatchObject({ permission: "external_directory", patterns: [path.join(box.path("outside"), "*")] })
+    }))
+
+  it.scopedLive("pages through large directories", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      for (let index = 0; index < 12; index++) box.write(`project/many/f${String(index).padStart(2, "0")}`, "")
+      const result = yield* run(tool, { filePath: "many", offset: 3, limit: 4 }, makeContext().context)
+      expect(result.output).toContain("<entries>\nf02\nf03\nf04\nf05\n(Showing entries 3-6 of 12. Use offset=7 to continue.)\n</entries>")
+    }))
+
+  it.scopedLive("refuses binary files, by content and by extension", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.writeFileSync(box.path("project/blob.xyz"), Buffer.from([0x41, 0x00, 0x42, 0x43]))
+      box.write("project/archive.zip", "looks like text")
+      fs.writeFileSync(box.path("project/noise.txt"), Buffer.from(Array.from({ length: 100 }, (_, index) => (index % 2 ? 1 : 65))))
+      for (const name of ["blob.xyz", "archive.zip", "noise.txt"]) {
+        const exit = yield* Effect.exit(run(tool, { filePath: name }, makeContext().context))
+        expect(failureOf(exit).message).toBe(`Cannot read binary file: ${box.path(`project/${name}`)}`)
+      }
+    }))
+
+  it.scopedLive("attaches images and PDFs as data URLs, up to 10 MB", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0])
+      fs.writeFileSync(box.path("project/logo.png"), png)
+      const result = yield* run(tool, { filePath: "logo.png" }, makeContext().context)
+      expect(result.output).toContain("Image read successfully")
+      expect(result.attachments).toEqual([
+        { mime: "image/png", url: `data:image/png;base64,${png.toString("base64")}`, filename: "logo.png" }
+      ])
+      fs.writeFileSync(box.path("project/doc.pdf"), "%PDF-1.4\n")
+      const pdf = yield* run(tool, { filePath: "doc.pdf" }, makeContext().context)
+      expect(pdf.attachments?.[0]?.mime).toBe("application/pdf")
+
+      const huge = box.path("project/huge.jpg")
+      fs.writeFileSync(huge, "")
+      fs.truncateSync(huge, 11 * 1024 * 1024)
+      const exit = yield* Effect.exit(run(tool, { filePath: "huge.jpg" }, makeContext().context))
+      expect(failureOf(exit).message).toMatch(/Cannot attach .*huge\.jpg.*limited to 10 MB/)
+    }))
+
+  it.scopedLive("a missing file suggests similar names from the same directory", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/src/config.json", "{}")
+      box.write("project/src/Config.yaml", "")
+      box.write("project/src/unrelated.md", "")
+      const exit = yield* Effect.exit(run(tool, { filePath: "src/confg.json" }, makeContext().context))
+      const message = failureOf(exit).message
+      expect(message).toMatch(new RegExp(`^File not found: ${box.path("project/src/confg.json")}\n\nDid you mean one of these\\?\n`))
+      expect(message).toContain(box.path("project/src/config.json"))
+      expect(message).not.toContain("unrelated.md")
+
+      const none = yield* Effect.exit(run(tool, { filePath: "src/zzzzzzzzzz.rs" }, makeContext().context))
+      expect(failureOf(none).message).toBe(`File not found: ${box.path("project/src/zzzzzzzzzz.rs")}`)
+    }))
+})
+
+describe("read: permissions", () => {
+  it.scopedLive(".env files ask read with their worktree-relative path, which the default rules turn into an ask", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/app/.env", "SECRET=1\n")
+      box.write("project/app/.env.example", "SECRET=\n")
+      const { context, asks } = makeContext()
+      yield* run(tool, { filePath: "app/.env" }, context)
+      yield* run(tool, { filePath: "app/.env.example" }, context)
+      expect(asks.map((ask) => [ask.permission, ask.patterns, ask.always])).toEqual([
+        ["read", ["app/.env"], ["*"]],
+        ["read", ["app/.env.example"], ["*"]]
+      ])
+      const defaults = Permission.fromConfig({ read: { "*": "allow", "*.env": "ask", "*.env.*": "ask", "*.env.example": "allow" } })
+      expect(Permission.evaluate("read", asks[0]!.patterns[0]!, defaults).action).toBe("ask")
+      expect(Permission.evaluate("read", asks[1]!.patterns[0]!, defaults).action).toBe("allow")
+
+      const denied = makeContext({ "*": "allow", read: { "*.env": "deny" } })
+      const exit = yield* Effect.exit(run(tool, { filePath: "app/.env" }, denied.context))
+      expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+    }))
+
+  it.scopedLive("path traversal out of the project asks external_directory before anything else", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      const traversal = path.relative(box.instance.directory, "/etc/hosts")
+      expect(traversal.startsWith("../../")).toBe(true)
+      const { context, asks } = makeContext({ "*": "allow", external_directory: "deny" })
+      const exit = yield* Effect.exit(run(tool, { filePath: traversal }, context))
+      expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+      expect(asks).toEqual([
+        {
+          permission: "external_directory",
+          patterns: ["/etc/*"],
+          always: ["/etc/*"],
+          metadata: { filepath: "/etc/hosts", parentDir: "/etc" }
+        }
+      ])
+    }))
+
+  it.scopedLive("a symlink inside the project that points outside asks external_directory", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("outside/secret.txt", "top secret\n")
+      fs.symlinkSync(box.path("outside"), box.path("project/link"))
+      fs.symlinkSync(box.path("outside/secret.txt"), box.path("project/secret-link.txt"))
+      for (const filePath of ["link/secret.txt", "secret-link.txt"]) {
+        const { context, asks } = makeContext({ "*": "allow", external_directory: "deny" })
+        const exit = yield* Effect.exit(run(tool, { filePath }, context))
+        expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+        expect(asks.map((ask) => [ask.permission, ask.patterns])).toEqual([
+          ["external_directory", [path.join(box.path("outside"), "*")]]
+        ])
+      }
+      // Allowed, the link is followed.
+      const { context } = makeContext()
+      const result = yield* run(tool, { filePath: "link/secret.txt" }, context)
+      expect(result.output).toContain("1: top secret")
+    }))
+})
+
+describe("read: in the loop", () => {
+  it.scopedLive("the model reads a file and gets its numbered lines back", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      box.write("project/notes.md", "# Notes\nremember the milk\n")
+      const tool = yield* Effect.provideService(Read.make, Instance, box.instance)
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("read", { filePath: box.path("project/notes.md") })],
+        "You need milk."
+      ])
+      const runtime = yield* TestRuntime.make({ model, tools: [tool] })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "read" })
+        const outcome = yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "what do my notes say?" }] })
+        expect(outcome.reason).toBe("completed")
+        const messages = yield* store.messages(session.id)
+        const part = messages.flatMap((message) => message.parts).find((candidate): candidate is ToolPart => candidate.type === "tool")
+        expect(part?.state.status).toBe("completed")
+        expect(part?.state.status === "completed" && part.state.output).toContain("2: remember the milk")
+        const results = model.calls[1]!.prompt.filter((entry) => entry.role === "tool").flatMap((entry) => entry.content)
+        expect(JSON.stringify(results)).toContain("1: # Notes")
+      }).pipe(Effect.provide(runtime.layer))
+    }))
+})

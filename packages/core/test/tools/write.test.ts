@@ -1,0 +1,165 @@
+import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Instance } from "../../src/Instance.js"
+import * as Permission from "../../src/Permission.js"
+import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionStore } from "../../src/SessionStore.js"
+import * as Tool from "../../src/Tool.js"
+import * as FileTimes from "../../src/tools/FileTimes.js"
+import * as Write from "../../src/tools/Write.js"
+
+type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
+
+/**
+ * A ToolContext that records asks and answers them from `permission` rules (deny fails the call);
+ * `onAsk` runs inside each ask, e.g. to look at the disk while the user is being asked.
+ */
+const makeContext = (
+  options: { permission?: PermissionConfig; sessionID?: string; onAsk?: (request: AskRequest) => Effect.Effect<void> } = {}
+) => {
+  const asks: Array<AskRequest> = []
+  const ruleset = Permission.fromConfig(options.permission ?? { "*": "allow" })
+  const context: Tool.ToolContext = {
+    sessionID: (options.sessionID ?? `ses_write_${Math.random()}`) as SessionID,
+    messageID: "msg_test" as MessageID,
+    callID: "call_test",
+    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
+    abort: new AbortController().signal,
+    ask: (request) =>
+      Effect.gen(function*() {
+        asks.push(request)
+        if (options.onAsk) yield* options.onAsk(request)
+        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
+        if (denied !== undefined) return yield* Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
+      }),
+    metadata: () => Effect.void
+  }
+  return { context, asks }
+}
+
+const setup = Effect.gen(function*() {
+  const box = yield* TestInstance.sandbox()
+  const write = yield* Effect.provideService(Write.make, Instance, box.instance)
+  return { box, write }
+})
+
+const run = (tool: Tool.AnyTool, input: Record<string, unknown>, context: Tool.ToolContext) =>
+  Tool.decodeInput(tool, input).pipe(Effect.flatMap((params) => tool.execute(params, context)))
+
+const failureOf = <A>(exit: Exit.Exit<A, Tool.ToolFailure>): Tool.ToolFailure => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  if (exit.cause._tag !== "Fail") throw new Error(`expected a typed failure, got ${exit.cause._tag}`)
+  return exit.cause.error
+}
+
+describe("write", () => {
+  it.scopedLive("creates the file and its directories, showing the diff in the ask before writing", () =>
+    Effect.gen(function*() {
+      const { box, write } = yield* setup
+      const file = box.path("project/deep/nested/new.txt")
+      let existedAtAsk: boolean | undefined
+      const { context, asks } = makeContext({ onAsk: () => Effect.sync(() => void (existedAtAsk = fs.existsSync(file))) })
+      const result = yield* run(write, { content: "hello\nworld\n", filePath: "deep/nested/new.txt" }, context)
+      expect(fs.readFileSync(file, "utf8")).toBe("hello\nworld\n")
+      expect(existedAtAsk).toBe(false)
+      expect(result.output).toBe("Wrote file successfully.")
+      expect(result.title).toBe("deep/nested/new.txt")
+      expect(result.metadata).toMatchObject({ filepath: file, exists: false })
+      expect(asks).toHaveLength(1)
+      expect(asks[0]).toMatchObject({ permission: "edit", patterns: ["deep/nested/new.txt"], always: ["*"], metadata: { filepath: file } })
+      expect(asks[0]!.metadata?.diff).toContain("+hello\n+world")
+      expect(result.metadata?.diff).toBe(asks[0]!.metadata?.diff)
+    }))
+
+  it.scopedLive("overwrites an existing file, keeping its BOM and CRLF line endings", () =>
+    Effect.gen(function*() {
+      const { box, write } = yield* setup
+      const file = box.path("project/win.txt")
+      fs.writeFileSync(file, "\uFEFFold\r\nlines\r\n")
+      const result = yield* run(write, { filePath: "win.txt", content: "new\nlines\nhere\n" }, makeContext().context)
+      expect(fs.readFileSync(file, "utf8")).toBe("\uFEFFnew\r\nlines\r\nhere\r\n")
+      expect(result.metadata).toMatchObject({ exists: true })
+      expect(result.metadata?.diff).toContain("-old\n+new\n lines\n+here")
+    }))
+
+  it.scopedLive("a deny stops the write and leaves the file unchanged", () =>
+    Effect.gen(function*() {
+      const { box, write } = yield* setup
+      box.write("project/keep.txt", "original\n")
+      const { context, asks } = makeContext({ permission: { "*": "allow", edit: { "*": "allow", "keep.txt": "deny" } } })
+      const exit = yield* Effect.exit(run(write, { filePath: "keep.txt", content: "replaced\n" }, context))
+      expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+      expect(asks.map((ask) => ask.patterns)).toEqual([["keep.txt"]])
+      expect(fs.readFileSync(box.path("project/keep.txt"), "utf8")).toBe("original\n")
+      const fresh = yield* Effect.exit(run(write, { filePath: "fresh/keep-not.txt", content: "x" }, context))
+      expect(Exit.isSuccess(fresh)).toBe(true)
+    }))
+
+  it.scopedLive("a path outside the project asks external_directory first", () =>
+    Effect.gen(function*() {
+      const { box, write } = yield* setup
+      const target = box.path("outside/dir/out.txt")
+      const { context, asks } = makeContext({ permission: { "*": "allow", external_directory: "deny" } })
+      const exit = yield* Effect.exit(run(write, { filePath: target, content: "x" }, context))
+      expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+      expect(asks).toEqual([
+        {
+          permission: "external_directory",
+          patterns: [path.join(box.path("outside/dir"), "*")],
+          always: [path.join(box.path("outside/dir"), "*")],
+          metadata: { filepath: target, parentDir: box.path("outside/dir") }
+        }
+      ])
+      expect(fs.existsSync(target)).toBe(false)
+    }))
+
+  it.scopedLive("refuses to overwrite a file that changed after this session read it", () =>
+    Effect.gen(function*() {
+      const { box, write } = yield* setup
+      const file = box.path("project/a.txt")
+      box.write("project/a.txt", "v1\n")
+      FileTimes.record("ses_write_stale", file, fs.statSync(file).mtimeMs)
+      const later = new Date(Date.now() + 5_000)
+      fs.utimesSync(file, later, later)
+      const exit = yield* Effect.exit(run(write, { filePath: "a.txt", content: "v2\n" }, makeContext({ sessionID: "ses_write_stale" }).context))
+      expect(failureOf(exit).message).toMatch(/modified on disk since you last read it/)
+      expect(fs.readFileSync(file, "utf8")).toBe("v1\n")
+    }))
+
+  it.scopedLive("writing onto a directory is an error", () =>
+    Effect.gen(function*() {
+      const { box, write } = yield* setup
+      fs.mkdirSync(box.path("project/folder"))
+      const exit = yield* Effect.exit(run(write, { filePath: "folder", content: "x" }, makeContext().context))
+      expect(failureOf(exit).message).toMatch(/is a directory/)
+    }))
+})
+
+describe("write: in the loop", () => {
+  it.scopedLive("the model writes a new file", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const tool = yield* Effect.provideService(Write.make, Instance, box.instance)
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("write", { content: "# Title\n", filePath: box.path("project/docs/README.md") })],
+        "Written."
+      ])
+      const runtime = yield* TestRuntime.make({ model, tools: [tool] })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "write" })
+        expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "add docs" }] })).reason).toBe("completed")
+        expect(fs.readFileSync(box.path("project/docs/README.md"), "utf8")).toBe("# Title\n")
+        const part = (yield* store.messages(session.id))
+          .flatMap((message) => message.parts)
+          .find((candidate): candidate is ToolPart => candidate.type === "tool")
+        expect(part?.state.status === "completed" && part.state.output).toBe("Wrote file successfully.")
+        expect(part?.state.status === "completed" && part.state.metadata?.diff).toContain("+# Title")
+      }).pipe(Effect.provide(runtime.layer))
+    }))
+})
