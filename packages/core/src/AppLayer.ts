@@ -15,6 +15,7 @@ import { PermissionService } from "./PermissionService.js"
 import { ProviderRegistry } from "./ProviderRegistry.js"
 import { SessionLoop } from "./SessionLoop.js"
 import { SessionStore } from "./SessionStore.js"
+import { SkillRegistry } from "./Skills.js"
 import type { AnyTool } from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
 import { Truncation } from "./Truncate.js"
@@ -51,6 +52,7 @@ export type AppServices =
   | ToolRegistry
   | Truncation
   | InstructionLoader
+  | SkillRegistry
   | Compaction
   | SessionLoop
 
@@ -72,11 +74,12 @@ export const makeAppLayer = <PolicyError = never>(
     SessionStore.layer,
     options.providers ?? ProviderRegistry.layer,
     options.llm ?? LLMService.layer,
-    ToolRegistry.make(options.tools ?? []),
     Truncation.layer,
-    InstructionLoader.layer
+    InstructionLoader.layer,
+    SkillRegistry.layer
   ).pipe(Layer.provideMerge(configured))
-  const withCompaction = Compaction.layer.pipe(Layer.provideMerge(services))
+  const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
+  const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
   return SessionLoop.layer.pipe(Layer.provideMerge(permissions))
 }

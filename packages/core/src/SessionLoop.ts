@@ -19,6 +19,7 @@ import {
   type UserMessage
 } from "@agent/domain"
 import type { ModelMessage } from "ai"
+import * as path from "node:path"
 import {
   Cause,
   Context,
@@ -48,6 +49,7 @@ import { PermissionService } from "./PermissionService.js"
 import * as Prompts from "./Prompts.js"
 import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "./ProviderRegistry.js"
 import { SessionStore } from "./SessionStore.js"
+import { SkillRegistry } from "./Skills.js"
 import * as SystemPrompt from "./SystemPrompt.js"
 import * as Tool from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
@@ -82,6 +84,8 @@ export interface PromptInput {
   readonly tools?: Record<string, boolean>
   /** Answer every permission ask of this run with "once" (deny rules still apply). */
   readonly autoApprove?: boolean
+  /** A lower step limit for this run than the agent's own. */
+  readonly maxSteps?: number
 }
 
 /** Why a run ended. */
@@ -124,6 +128,7 @@ export interface SessionLoopShape {
 
 interface RunOptions {
   readonly autoApprove: boolean
+  readonly maxSteps?: number | undefined
   /** Summarize the session instead of running the model on it. */
   readonly compactOnly?: boolean
 }
@@ -177,6 +182,7 @@ export class SessionLoop extends Context.Tag("@agent/core/SessionLoop")<SessionL
     | PermissionService
     | Truncation
     | InstructionLoader
+    | SkillRegistry
     | Compaction
     | ConfigService
     | Instance
@@ -195,6 +201,7 @@ function make() {
     const truncation = yield* Truncation
     const instructions = yield* InstructionLoader
     const compaction = yield* Compaction
+    const skills = yield* SkillRegistry
     const config = yield* (yield* ConfigService).get()
     const instance = yield* Instance
     const layerScope = yield* Effect.scope
@@ -604,6 +611,9 @@ function make() {
             yield* finishMessage(message, { finish: "tool-calls" })
           })
 
+        const stepLimitOf = (agent: Agent) =>
+          options.maxSteps === undefined ? agent.steps : Math.min(agent.steps ?? Infinity, options.maxSteps)
+
         let compactedWithoutStep = false
         /** Replaces the in-memory history by [tail, summary request, summary] (+ a nudge to go on). */
         const compactHistory = (input: { model: ResolvedModel; user: UserMessage; auto: boolean; overflow: boolean }) =>
@@ -677,8 +687,9 @@ function make() {
             if (limits?.cost && runUsage.cost >= limits.cost) {
               return yield* stopRun("budget", errorOf("RunLimitError", `The run cost $${runUsage.cost.toFixed(4)}, over its budget of $${limits.cost}.`))
             }
-            if (agent.steps !== undefined && step >= agent.steps && !done()) {
-              return yield* stopRun("steps", errorOf("RunLimitError", `The agent reached its limit of ${agent.steps} steps.`))
+            const stepLimit = stepLimitOf(agent)
+            if (stepLimit !== undefined && step >= stepLimit && !done()) {
+              return yield* stopRun("steps", errorOf("RunLimitError", `The agent reached its limit of ${stepLimit} steps.`))
             }
           }
         })
@@ -688,18 +699,28 @@ function make() {
         const processStep = (input: { agent: Agent; model: ResolvedModel; user: LiveMessage & { info: UserMessage }; step: number }) =>
           Effect.gen(function*() {
             const { agent, model, user } = input
-            const ruleset = Permission.merge(agent.permission, session.permission ?? [])
+            // Skill folders are readable without an external-directory question.
+            const skillRules = (yield* skills.directories()).map((dir) => ({
+              permission: "external_directory",
+              pattern: path.join(dir, "*"),
+              action: "allow" as const,
+              source: { layer: "default" as const, note: "skill directory" }
+            }))
+            const ruleset = Permission.merge(agent.permission, skillRules, session.permission ?? [])
             const disabledTools = Object.entries(user.info.tools ?? {}).filter(([, on]) => !on).map(([id]) => id)
             const registered = yield* registry.forAgent({ agent, model: model.info, ruleset, disabled: disabledTools })
             const offerTask = !Permission.disabled(["task"], ruleset).has("task") && !disabledTools.includes("task") &&
               (yield* subagentsFor(agent)).length > 0
-            const tools = offerTask ? [...registered, taskTool] : registered
-            const isLastStep = agent.steps !== undefined && input.step >= agent.steps
+            const visibleSkills = yield* skills.forAgent(agent)
+            const offered = registered.filter((tool) => tool.id !== "skill" || visibleSkills.length > 0)
+            const tools = offerTask ? [...offered, taskTool] : offered
+            const stepLimit = stepLimitOf(agent)
+            const isLastStep = stepLimit !== undefined && input.step >= stepLimit
             const system = SystemPrompt.build({
               agent,
               model: model.info,
               instance,
-              instructions: yield* instructions.system(),
+              instructions: [...(yield* instructions.system()), ...Option.toArray(Option.fromNullable(yield* skills.systemBlock(agent)))],
               userSystem: user.info.system
             })
             const messages = requestMessages(agent, input.step, isLastStep)
@@ -1241,7 +1262,7 @@ function make() {
         running.incoming.push(message)
         return yield* awaitRun(running)
       }
-      return yield* awaitRun(yield* ensureRunning(input.sessionID, { autoApprove: input.autoApprove === true }))
+      return yield* awaitRun(yield* ensureRunning(input.sessionID, { autoApprove: input.autoApprove === true, maxSteps: input.maxSteps }))
     })
 
     const resume = Effect.fn("SessionLoop.resume")(function*(sessionID: SessionID) {

@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Schema, type Scope } from "effect"
 import { INVALID_TOOL } from "./LLMService.js"
 import * as Permission from "./Permission.js"
 import type { ModelInfo } from "./ProviderRegistry.js"
+import * as BuiltinTools from "./BuiltinTools.js"
 import * as Tool from "./Tool.js"
 
 /** Receives calls the model got wrong (unknown tool, unparseable arguments) and says why. */
@@ -40,6 +41,13 @@ export interface ToolRegistryShape {
 }
 
 export class ToolRegistry extends Context.Tag("@agent/core/ToolRegistry")<ToolRegistry, ToolRegistryShape>() {
+  /** The built-in tools followed by `extra` (custom tools, test tools). */
+  static readonly layer = (extra: ReadonlyArray<Tool.AnyTool> = []) =>
+    Layer.effect(
+      ToolRegistry,
+      Effect.map(BuiltinTools.make, (builtins) => makeRegistry([...builtins, ...extra]))
+    )
+
   /** A registry holding `invalid` plus the given tools, in order. */
   static readonly make = (tools: ReadonlyArray<Tool.AnyTool>): Layer.Layer<ToolRegistry> =>
     Layer.sync(ToolRegistry, () => makeRegistry(tools))

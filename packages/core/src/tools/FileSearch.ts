@@ -586,7 +586,7 @@ export const compilePattern = (pattern: string): RegExp => {
     } catch {
       throw new InvalidPattern({
         pattern,
-        detail: unicodeError instanceof Error ? unicodeError.message.replace(/^Invalid regular expression: /, "") : String(unicodeError)
+        detail: unicodeError instanceof Error ? unicodeError.message.replace(/^Invalid regular expression: /, "").replace(/^\/[\s\S]*\/[a-z]*: /, "") : String(unicodeError)
       })
     }
   }
@@ -738,7 +738,9 @@ const checkRun = (run: RgRun, pattern?: string): boolean => {
   if (run.stopped || run.code === 0 || run.code === 1) return false
   const stderr = run.stderr.trim()
   if (pattern !== undefined && /regex parse error|error parsing regex/i.test(stderr)) {
-    throw new InvalidPattern({ pattern, detail: stderr.replace(/^rg: /, "") })
+    // rg prints the pattern with a caret under the problem, then `error: <what>`; the last line says it.
+    const reason = /^error: (.*)$/m.exec(stderr)?.[1]
+    throw new InvalidPattern({ pattern, detail: reason ?? stderr.replace(/^rg: /, "") })
   }
   const onlyAccessErrors = stderr
     .split("\n")

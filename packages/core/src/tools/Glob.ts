@@ -56,7 +56,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         const times = yield* FileSearch.modifiedTimes(result.files)
         const files = [...result.files].sort(FileSearch.byNewest(times))
 
-        const lines = files.length === 0 ? ["No files found"] : files
+        const lines = files.length === 0 ? ["No files found"] : [...files]
         if (result.truncated) {
           lines.push(
             "",

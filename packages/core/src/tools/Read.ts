@@ -4,6 +4,7 @@ import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { StringDecoder } from "node:string_decoder"
 import { Instance } from "../Instance.js"
+import { InstructionLoader } from "../Instructions.js"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
 import { levenshtein } from "./EditMatch.js"
@@ -244,8 +245,9 @@ const listDirectory = async (directory: string): Promise<Array<string>> => {
   return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
 }
 
-export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
+export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoader> = Effect.gen(function*() {
   const instance = yield* Instance
+  const instructions = yield* InstructionLoader
   return Tool.make({
     id: TOOL,
     description: Prompts.read("tool/read.txt"),
@@ -334,7 +336,9 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
           : `(End of file - total ${slice.total} lines)`
         const numbered = slice.lines.map((line, index) => `${start + index}: ${line}`)
         const body = numbered.length > 0 ? `${numbered.join("\n")}\n\n` : ""
-        const output = `<path>${file}</path>\n<type>file</type>\n<content>\n${body}${note}\n</content>`
+        // Reading into a package with its own AGENTS.md brings those instructions along, once per message.
+        const reminder = yield* instructions.forRead({ messageID: context.messageID, filePath: file })
+        const output = `<path>${file}</path>\n<type>file</type>\n<content>\n${body}${note}\n</content>${reminder ? `\n\n${reminder}` : ""}`
         return {
           title,
           output,

@@ -82,8 +82,11 @@ const decodeEntities = (text: string) =>
     return ENTITIES[name.toLowerCase()] ?? whole
   })
 
+/** Separated from their neighbours by a blank line. */
 const BLOCK_TAGS =
-  "address|article|aside|blockquote|dd|div|dl|dt|fieldset|figcaption|figure|footer|form|h[1-6]|header|hr|li|main|nav|ol|p|pre|section|table|tbody|thead|tfoot|tr|ul|title"
+  "address|article|aside|blockquote|div|dl|fieldset|figcaption|figure|footer|form|h[1-6]|header|hr|main|nav|ol|p|pre|section|table|tbody|thead|tfoot|ul|title"
+/** One per line. */
+const LINE_TAGS = "li|tr|dt|dd"
 
 /** The readable text of a page: no scripts, styles or tags, one block per line. */
 export const htmlToText = (html: string): string =>
@@ -92,7 +95,8 @@ export const htmlToText = (html: string): string =>
       .replace(/<!--[\s\S]*?-->/g, "")
       .replace(/<(script|style|noscript|iframe|object|embed|template|svg)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, "")
       .replace(/<br\s*\/?>/gi, "\n")
-      .replace(new RegExp(`<\\/?(?:${BLOCK_TAGS})\\b[^>]*>`, "gi"), "\n")
+      .replace(new RegExp(`<\\/?(?:${BLOCK_TAGS})\\b[^>]*>`, "gi"), "\n\n")
+      .replace(new RegExp(`<(?:${LINE_TAGS})\\b[^>]*>`, "gi"), "\n")
       .replace(/<(?:td|th)\b[^>]*>/gi, " ")
       .replace(/<[^>]*>/g, "")
   )

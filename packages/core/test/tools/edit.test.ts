@@ -1,3 +1,4 @@
+import { readDeps } from "./deps.js"
 import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
 import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
@@ -45,7 +46,7 @@ const makeContext = (
 const setup = Effect.gen(function*() {
   const box = yield* TestInstance.sandbox()
   const edit = yield* Effect.provideService(Edit.make, Instance, box.instance)
-  const read = yield* Effect.provideService(Read.make, Instance, box.instance)
+  const read = yield* Effect.provide(Read.make, readDeps(box.instance))
   return { box, edit, read }
 })
 

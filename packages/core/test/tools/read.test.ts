@@ -1,3 +1,4 @@
+import { readDeps } from "./deps.js"
 import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
 import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
@@ -40,7 +41,7 @@ const makeContext = (permission: PermissionConfig = { "*": "allow" }, sessionID 
 const setup = (options: TestInstance.TestInstanceOptions = {}) =>
   Effect.gen(function*() {
     const box = yield* TestInstance.sandbox(options)
-    const tool = yield* Effect.provideService(Read.make, Instance, box.instance)
+    const tool = yield* Effect.provide(Read.make, readDeps(box.instance))
     return { box, tool }
   })
 
@@ -299,7 +300,7 @@ describe("read: in the loop", () => {
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox()
       box.write("project/notes.md", "# Notes\nremember the milk\n")
-      const tool = yield* Effect.provideService(Read.make, Instance, box.instance)
+      const tool = yield* Effect.provide(Read.make, readDeps(box.instance))
       const model = ScriptedModel.make([
         [ScriptedModel.toolCall("read", { filePath: box.path("project/notes.md") })],
         "You need milk."

@@ -1,0 +1,33 @@
+import { makeAppLayer } from "@agent/core"
+import { ValidationError } from "@effect/cli"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Cause, Console, Effect, Exit, Layer } from "effect"
+import { run } from "./Cli.js"
+import { ExitCode } from "./ExitCode.js"
+
+/** Errors caused by what the user typed or configured, as opposed to failures while running. */
+const USAGE_ERRORS = new Set(["ConfigError", "DefaultAgentError", "AgentNotFound", "UsageError", "SessionNotFound"])
+
+export const main = (argv: ReadonlyArray<string>) =>
+  run(argv).pipe(
+    Effect.provide(Layer.merge(makeAppLayer(), NodeContext.layer)),
+    Effect.map((code) => (typeof code === "number" ? code : ExitCode.ok)),
+    Effect.catchAll((error) => {
+      // @effect/cli has already printed the problem and the help text.
+      if (ValidationError.isValidationError(error)) return Effect.succeed(ExitCode.usage)
+      const tag = (error as { _tag?: string })._tag ?? ""
+      const code = USAGE_ERRORS.has(tag) || tag === "ModelNotConfigured" ? ExitCode.usage : ExitCode.runtime
+      return Console.error(`agent: ${(error as Error).message}`).pipe(Effect.as(code))
+    }),
+    Effect.catchAllDefect((defect) =>
+      Console.error(`agent: ${defect instanceof Error ? defect.message : String(defect)}`).pipe(Effect.as(ExitCode.runtime))
+    ),
+    Effect.flatMap((code) => Effect.sync(() => void (process.exitCode = code))),
+    (effect) =>
+      NodeRuntime.runMain(effect, {
+        // A signal interrupts the program after the run was aborted and reported: exit 130.
+        teardown: (exit, onExit) =>
+          onExit(Exit.isFailure(exit) ? (Cause.isInterruptedOnly(exit.cause) ? ExitCode.interrupted : ExitCode.runtime) : Number(process.exitCode ?? 0))
+      })
+  )
