@@ -2,16 +2,28 @@ import { makeAppLayer } from "@agent/core"
 import { ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Console, Effect, Exit, Layer } from "effect"
+import { Cause, Console, Effect, Exit, Layer, Logger, LogLevel } from "effect"
 import { run } from "./Cli.js"
 import { ExitCode } from "./ExitCode.js"
 
 /** Errors caused by what the user typed or configured, as opposed to failures while running. */
 const USAGE_ERRORS = new Set(["ConfigError", "DefaultAgentError", "AgentNotFound", "UsageError", "SessionNotFound"])
 
+/** Logs go to stderr, so stdout carries only answers and JSON events; warnings and up by default. */
+const logging = Layer.merge(
+  Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)),
+  Logger.minimumLogLevel(
+    LogLevel.fromLiteral(
+      (["All", "Trace", "Debug", "Info", "Warning", "Error", "Fatal", "None"] as const).find(
+        (level) => level.toLowerCase() === (process.env.AGENT_LOG_LEVEL ?? "warning").toLowerCase()
+      ) ?? "Warning"
+    )
+  )
+)
+
 export const main = (argv: ReadonlyArray<string>) =>
   run(argv).pipe(
-    Effect.provide(Layer.merge(makeAppLayer(), NodeContext.layer)),
+    Effect.provide(Layer.mergeAll(makeAppLayer(), NodeContext.layer, logging)),
     Effect.map((code) => (typeof code === "number" ? code : ExitCode.ok)),
     Effect.catchAll((error) => {
       // @effect/cli has already printed the problem and the help text.

@@ -882,6 +882,7 @@ function make() {
               const open = new Map<string, Part>()
               const toolParts = new Map<string, ToolPart>()
               let blocked = false
+              let stepFinish: Extract<LLMEvent, { type: "finish-step" }> | undefined
               const abortController = new AbortController()
               yield* Effect.addFinalizer(() => Effect.sync(() => abortController.abort()))
 
@@ -1111,20 +1112,9 @@ function make() {
                       return
                     }
                     case "finish-step": {
-                      const usage = event.usage
-                      runUsage.cost += event.cost
-                      runUsage.tokens += totalTokens(usage)
-                      yield* writePart(message, {
-                        id: Identifier.ascending("part") as PartID,
-                        sessionID,
-                        messageID: info.id,
-                        type: "step-finish",
-                        reason: event.finishReason,
-                        cost: event.cost,
-                        tokens: usage
-                      })
-                      message.info = { ...(message.info as AssistantMessage), finish: event.finishReason, tokens: usage, cost: event.cost }
-                      yield* store.addUsage(sessionID, { cost: event.cost, tokens: usage })
+                      // Recorded now, written once the step's tool calls are done (step-finish closes the step).
+                      stepFinish = event
+                      message.info = { ...(message.info as AssistantMessage), finish: event.finishReason, tokens: event.usage, cost: event.cost }
                       return
                     }
                   }
@@ -1146,6 +1136,21 @@ function make() {
               }).pipe(Stream.runForEach(handle))
               // Every call the model made finishes (or fails) before the step ends.
               yield* FiberSet.awaitEmpty(toolFibers)
+              if (stepFinish) {
+                const { cost, finishReason, usage } = stepFinish
+                runUsage.cost += cost
+                runUsage.tokens += totalTokens(usage)
+                yield* writePart(message, {
+                  id: Identifier.ascending("part") as PartID,
+                  sessionID,
+                  messageID: info.id,
+                  type: "step-finish",
+                  reason: finishReason,
+                  cost,
+                  tokens: usage
+                })
+                yield* store.addUsage(sessionID, { cost, tokens: usage })
+              }
               // A stream that ended without a finish reason is over unless it asked for tools.
               const finish = (message.info as AssistantMessage).finish ?? (toolParts.size > 0 ? "tool-calls" : "other")
               yield* finishMessage(message, { finish })

@@ -341,7 +341,11 @@ const importModule = async (file: string, bases: ReadonlyArray<string>): Promise
 
 const describeError = (error: unknown): string => {
   if (error instanceof LoadProblem) return error.message
-  if (error instanceof Error) return `${error.name === "Error" ? "" : `${error.name}: `}${error.message}`
+  // Errors may come from another realm (or a bundler) and fail `instanceof Error`.
+  if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string") {
+    const name = "name" in error && typeof error.name === "string" && error.name !== "Error" ? `${error.name}: ` : ""
+    return `${name}${error.message}`
+  }
   return String(error)
 }
 

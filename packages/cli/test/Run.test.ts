@@ -1,0 +1,185 @@
+import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
+const { text, toolCall } = ScriptedModel
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the built CLI as a user would; the scripted model server answers over HTTP. */
+const agent = (
+  box: TestInstance.Sandbox,
+  args: ReadonlyArray<string>,
+  options: { readonly stdin?: string | "open"; readonly signalAfter?: (stdout: string) => boolean } = {}
+) =>
+  Effect.async<Result>((resume) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: box.instance.directory,
+      env: { ...box.instance.env } as NodeJS.ProcessEnv,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    let signalled = false
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString()
+      if (!signalled && options.signalAfter?.(stdout)) {
+        signalled = true
+        child.kill("SIGINT")
+      }
+    })
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    if (options.stdin === undefined) child.stdin.end()
+    else if (options.stdin !== "open") child.stdin.end(options.stdin)
+    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resume(Effect.succeed({ code, stdout, stderr }))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/** A project whose config points at the mock server (titles come from a second one). */
+const project = (url: string, extra: object = {}, files: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const titles = yield* MockOpenAIServer.start(Array.from({ length: 10 }, () => "A title"))
+    return yield* TestInstance.sandbox({
+    files: {
+      "project/agent.json": {
+        model: "mock/model-a",
+        small_model: "titles/small",
+        provider: {
+          mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": {} } },
+          titles: { npm: "@ai-sdk/openai-compatible", options: { baseURL: titles.url }, models: { small: {} } }
+        },
+        ...extra
+      },
+      ...files
+    }
+    })
+  })
+
+const events = (stdout: string) => stdout.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as { type: string } & Record<string, any>)
+
+describe("agent run", () => {
+  it.scopedLive("runs a tool session and prints OpenCode's JSON events, ending with a result", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[text("Reading."), toolCall("read", { filePath: "notes.txt" })], "The notes say hello."])
+      const box = yield* project(server.url, {}, { "project/notes.txt": "hello\n" })
+      const result = yield* agent(box, ["run", "--format", "json", "--title", "Notes", "what do the notes say?"])
+      expect(result.code, result.stderr).toBe(0)
+      const lines = events(result.stdout)
+      expect(lines.map((line) => line.type), result.stdout).toEqual([
+        "step_start", "text", "tool_use", "step_finish", "step_start", "text", "step_finish", "result"
+      ])
+      expect(lines[2]!.part.state).toMatchObject({ status: "completed", title: "notes.txt" })
+      expect(lines.every((line) => typeof line.timestamp === "number" && line.sessionID.startsWith("ses_"))).toBe(true)
+      expect(lines.at(-1)).toMatchObject({ type: "result", status: "completed", exitCode: 0, text: "The notes say hello." })
+    }))
+
+  it.scopedLive("prints just the answer when piped, and appends piped stdin to the message", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start(["Summarized."])
+      const box = yield* project(server.url)
+      const result = yield* agent(box, ["run", "summarize this"], { stdin: "line one\nline two\n" })
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stdout).toBe("Summarized.\n")
+      const sent = JSON.stringify(server.requests[0]!.messages)
+      expect(sent).toContain("summarize this")
+      expect(sent).toContain("line one\\nline two")
+    }))
+
+  it.scopedLive("an open, empty stdin does not block", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start(["Hi."])
+      const box = yield* project(server.url)
+      const result = yield* agent(box, ["run", "hello"], { stdin: "open" })
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stdout).toBe("Hi.\n")
+    }))
+
+  it.scopedLive("without a terminal a permission ask is rejected with a clear line and exit code 3", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("read", { filePath: "secret.txt" })], "never"])
+      const box = yield* project(server.url, { permission: { read: "ask" } }, { "project/secret.txt": "x" })
+      const result = yield* agent(box, ["run", "--format", "json", "read the secret"])
+      expect(result.code).toBe(3)
+      expect(result.stderr).toMatch(/permission asked for read "secret.txt"; rejected \(no terminal to ask; pass --auto-approve to allow\)/)
+      expect(events(result.stdout).at(-1)).toMatchObject({ type: "result", status: "rejected", exitCode: 3 })
+      expect(server.requests).toHaveLength(1)
+    }))
+
+  it.scopedLive("--auto-approve answers asks, but what config denies stays denied", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([
+        [toolCall("read", { filePath: "a.txt" }), toolCall("read", { filePath: "b.env" })],
+        "Read a, not b."
+      ])
+      const box = yield* project(server.url, { permission: { read: { "*": "ask", "*.env": "deny" } } }, {
+        "project/a.txt": "alpha",
+        "project/b.env": "SECRET=1"
+      })
+      const result = yield* agent(box, ["run", "--auto-approve", "--format", "json", "read both"])
+      expect(result.code, result.stderr).toBe(0)
+      const tools = events(result.stdout)
+        .filter((line) => line.type === "tool_use")
+        .sort((a, b) => String(a.part.state.input.filePath).localeCompare(String(b.part.state.input.filePath)))
+      expect(tools.map((line) => [line.part.state.input.filePath, line.part.state.status])).toEqual([["a.txt", "completed"], ["b.env", "error"]])
+      expect(tools[1]!.part.state.error).toMatch(/prevents you from using this specific tool call/)
+      expect(JSON.stringify(server.requests[1]!.messages)).not.toContain("SECRET=1")
+    }))
+
+  it.scopedLive("a provider error exits 1 with an error event and a result", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([ScriptedModel.fail({ statusCode: 400, message: "model is on fire" })])
+      const box = yield* project(server.url)
+      const result = yield* agent(box, ["run", "--format", "json", "hi"])
+      expect(result.code).toBe(1)
+      const lines = events(result.stdout)
+      expect(lines.some((line) => line.type === "error")).toBe(true)
+      expect(lines.at(-1)).toMatchObject({ type: "result", status: "error", exitCode: 1 })
+      expect(lines.at(-1)!.reason).toMatch(/model is on fire/)
+    }))
+
+  it.scopedLive("--max-steps stops a run that wants more steps with exit code 4", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("read", { filePath: "a.txt" })], [toolCall("read", { filePath: "a.txt" })]])
+      const box = yield* project(server.url, {}, { "project/a.txt": "alpha" })
+      const result = yield* agent(box, ["run", "--max-steps", "1", "loop forever"])
+      expect(result.code).toBe(4)
+      expect(result.stderr).toMatch(/run steps: The agent reached its limit of 1 steps/)
+    }))
+
+  it.scopedLive("usage errors exit 2: nothing to do, unknown session, bad --fork", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([])
+      const box = yield* project(server.url)
+      const empty = yield* agent(box, ["run"])
+      expect(empty.code).toBe(2)
+      expect(empty.stderr).toMatch(/nothing to do/)
+      const missing = yield* agent(box, ["run", "-s", "ses_00000000000000000000000000", "hi"])
+      expect(missing.code).toBe(2)
+      expect(missing.stderr).toMatch(/session not found/)
+      const fork = yield* agent(box, ["run", "--fork", "hi"])
+      expect(fork.code).toBe(2)
+      expect(server.requests).toHaveLength(0)
+    }))
+
+  it.scopedLive("Ctrl-C aborts the run cleanly: result event, exit code 130", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[text("Starting a long think."), ScriptedModel.delay(20_000), text("never")]])
+      const box = yield* project(server.url)
+      const result = yield* agent(box, ["run", "--format", "json", "think hard"], {
+        signalAfter: (stdout) => stdout.includes("step_start")
+      })
+      expect(result.code).toBe(130)
+      expect(events(result.stdout).at(-1)).toMatchObject({ type: "result", status: "aborted", exitCode: 130 })
+    }))
+})
