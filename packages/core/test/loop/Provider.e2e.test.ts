@@ -55,7 +55,7 @@ describe("through a real provider package and HTTP", () => {
         const [request1, request2] = server.requests
         expect(request1!.model).toBe("gpt-test")
         // built-in tools (apply_patch rather than edit/write for a "gpt-" model), ours, and task
-        expect(request1!.tools?.map((entry) => entry.function.name)).toEqual(["read", "apply_patch", "echo", "task"])
+        expect(request1!.tools?.map((entry) => entry.function.name)).toEqual(["bash", "read", "apply_patch", "echo", "task"])
         expect(request1!.messages[0]).toMatchObject({ role: "system" })
         expect(JSON.stringify(request2!.messages)).toContain('"role":"tool"')
         expect(JSON.stringify(request2!.messages)).toContain("over the wire")
