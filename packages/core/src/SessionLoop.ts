@@ -120,6 +120,8 @@ export interface SessionLoopShape {
   readonly resume: (sessionID: SessionID) => Effect.Effect<RunOutcome, LoopError>
   /** Stops the session's run: tools are cancelled, their parts marked interrupted. */
   readonly abort: (sessionID: SessionID) => Effect.Effect<void>
+  /** A short prose account of what the session did, by the hidden summary agent. */
+  readonly summarize: (sessionID: SessionID) => Effect.Effect<string, LoopError | ProviderError>
   /** Summarizes the session now (after the run in progress, if any). */
   readonly compact: (sessionID: SessionID) => Effect.Effect<RunOutcome, LoopError>
   readonly status: (sessionID: SessionID) => Effect.Effect<SessionStatus>
@@ -1276,6 +1278,26 @@ function make() {
       return yield* awaitRun(running ?? (yield* ensureRunning(sessionID, { autoApprove: false })))
     })
 
+    const summarize = Effect.fn("SessionLoop.summarize")(function*(sessionID: SessionID) {
+      const messages = yield* store.history(sessionID)
+      const lastUser = [...messages].reverse().find((message) => message.info.role === "user")?.info as UserMessage | undefined
+      const modelRef = lastUser?.model ?? (yield* providers.defaultModel())
+      const model = yield* providers.resolve(modelRef)
+      const summary = yield* agents.get("summary").pipe(Effect.orDie)
+      const cache = new ModelMessageCache()
+      let text = ""
+      yield* llm.stream({
+        model,
+        system: [summary.prompt ?? ""],
+        messages: [
+          ...messages.flatMap((message) => cache.convert({ info: message.info, parts: [...message.parts] }, { wrapUserText: false })),
+          { role: "user", content: Prompts.read("session/summary-request.txt") }
+        ],
+        tools: []
+      }).pipe(Stream.runForEach((event) => Effect.sync(() => void (event.type === "text-delta" && (text += event.text)))))
+      return text.trim()
+    })
+
     const compact = Effect.fn("SessionLoop.compact")(function*(sessionID: SessionID) {
       yield* store.get(sessionID)
       const running = runners.get(sessionID)
@@ -1326,6 +1348,7 @@ function make() {
       resume,
       abort,
       compact,
+      summarize,
       status: (sessionID) => Effect.sync(() => statuses.get(sessionID) ?? { type: "idle" as const }),
       statuses: () => Effect.sync(() => new Map(statuses))
     } satisfies SessionLoopShape

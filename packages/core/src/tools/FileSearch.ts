@@ -201,7 +201,7 @@ const globSource = (glob: string): string => {
       out += escapeRegex(char)
     }
   }
-  // An unclosed `{` is taken literally by closing the group empty-handed.
+  // An unclosed `{` is closed at the end of the glob.
   return out + ")".repeat(depth)
 }
 
@@ -222,7 +222,7 @@ interface OverrideGlob {
 }
 
 /** A `--glob` as ripgrep reads it: gitignore anchoring (no `/` → any depth, leading `/` → root). */
-export const compileOverride = (raw: string, caseInsensitive = false): OverrideGlob => {
+export const compileOverride = (raw: string): OverrideGlob => {
   let glob = raw
   let include = true
   if (glob.startsWith("!")) {
@@ -238,7 +238,7 @@ export const compileOverride = (raw: string, caseInsensitive = false): OverrideG
   }
   if (glob.startsWith("/")) glob = glob.slice(1)
   else if (!glob.includes("/") && !glob.startsWith("**/")) glob = `**/${glob}`
-  return { regex: globToRegExp(glob, caseInsensitive ? "i" : ""), include, directoryOnly }
+  return { regex: globToRegExp(glob), include, directoryOnly }
 }
 
 /** `.git` is never listed or searched; it goes last so it wins over any user glob. */
@@ -437,7 +437,7 @@ interface Overrides {
 }
 
 const compileOverrides = (globs: ReadonlyArray<string>): Overrides => {
-  const compiled = globs.map((glob) => compileOverride(glob))
+  const compiled = globs.map(compileOverride)
   return { globs: compiled, hasIncludes: compiled.some((glob) => glob.include) }
 }
 

@@ -179,3 +179,63 @@ describe("prune", () => {
     }))
 })
 
+
+describe("compaction converges", () => {
+  it.scopedLive("40 steps of large tool output in a small window need only a handful of compactions", () => {
+    // The scripted model reports what the prompt really costs (4 characters a token).
+    let steps = 0
+    const turn = (options: { prompt: ReadonlyArray<unknown> }) => {
+      const input = Math.ceil(JSON.stringify(options.prompt).length / 4)
+      const system = JSON.stringify(options.prompt[0] ?? "")
+      if (system.includes("working memory")) return [text("## Goal\nRead every chunk.\n## Progress\nSeveral chunks read."), finish("stop", { input, output: 200 })]
+      steps++
+      if (steps >= 40) return [text("All chunks read."), finish("stop", { input, output: 20 })]
+      return [toolCall("echo", { text: `chunk ${steps} ${"y".repeat(8_000)}` }), finish("tool-calls", { input, output: 20 })]
+    }
+    const model = ScriptedModel.make(Array.from({ length: 80 }, () => turn))
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [echo], modelInfo: { limit: { context: 24_000, output: 4_000 } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const bus = yield* Bus
+        let compactions = 0
+        const events = yield* bus.subscribe({ types: ["session.compacted"] })
+        yield* events.pipe(Stream.runForEach(() => Effect.sync(() => compactions++)), Effect.forkScoped)
+        const session = yield* store.create({ title: "Chunks" })
+        const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "read all chunks" }] })
+        expect(outcome.reason).toBe("completed")
+        expect(steps).toBe(40)
+        // ~2 000 tokens of new output per step into a 20 000-token usable window
+        expect(compactions).toBeGreaterThanOrEqual(2)
+        expect(compactions).toBeLessThanOrEqual(12)
+        console.log(`compactions in a 40-step run: ${compactions}`)
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  }, 60_000)
+})
+
+describe("manual compaction and summaries", () => {
+  it.scopedLive("compact is an API call; summarize asks the summary agent about the session", () => {
+    const model = ScriptedModel.make([
+      "I renamed parseLine to parseRow.",
+      [text("SUMMARY: parseLine renamed"), finish("stop", usage(100))],
+      "You asked for a rename; parseLine is now parseRow in src/parse.ts. Nothing is left open."
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Rename" })
+        yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "rename parseLine" }] })
+        expect((yield* loop.compact(session.id)).reason).toBe("completed")
+        const view = yield* store.history(session.id)
+        expect(view.some((message) => message.info.role === "assistant" && message.info.summary === true)).toBe(true)
+        expect(JSON.stringify(view)).not.toContain("Continue with the task") // manual: no nudge to go on
+        const summary = yield* loop.summarize(session.id)
+        expect(summary).toMatch(/parseRow/)
+        expect(JSON.stringify(model.calls[2]!.prompt[0])).toMatch(/summarize what an agent did/i)
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+})
