@@ -79,9 +79,16 @@ export const make = <Params, Encoded>(definition: {
   readonly execute: (params: Params, context: ToolContext) => Effect.Effect<ToolResult, ToolFailure>
 }): Tool<Params> => definition as Tool<Params>
 
-/** JSON Schema for the model: a plain object schema, without `$schema`. */
+const jsonSchemas = new WeakMap<object, Record<string, unknown>>()
+
+/** JSON Schema for the model: a plain object schema, without `$schema`. Computed once per tool. */
 export const jsonSchemaOf = (tool: Tool): Record<string, unknown> => {
-  const { $schema: _ignored, ...schema } = JSONSchema.make(tool.parameters) as unknown as Record<string, unknown>
+  let schema = jsonSchemas.get(tool.parameters)
+  if (!schema) {
+    const { $schema: _ignored, ...rest } = JSONSchema.make(tool.parameters) as unknown as Record<string, unknown>
+    schema = rest
+    jsonSchemas.set(tool.parameters, schema)
+  }
   return schema
 }
 

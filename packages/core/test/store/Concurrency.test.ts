@@ -1,5 +1,6 @@
 import { TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
+import { afterEach } from "vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -19,8 +20,16 @@ interface Child {
   readonly stderr: () => string
 }
 
+/** Every writer started, so none outlives its test even when an assertion fails. */
+const started = new Set<ChildProcess>()
+afterEach(() => {
+  for (const child of started) if (child.exitCode === null) child.kill("SIGKILL")
+  started.clear()
+})
+
 const start = (file: string, ...args: Array<string>): Child => {
   const child = spawn(process.execPath, [writer, file, ...args], { stdio: ["ignore", "pipe", "pipe"] })
+  started.add(child)
   const lines: Array<string> = []
   let buffer = ""
   let stderr = ""
