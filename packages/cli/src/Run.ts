@@ -1,13 +1,21 @@
 import {
   Bus,
   PermissionService,
+  QuestionService,
   type PromptPartInput,
   type RunOutcome,
   SessionLoop,
   SessionStore,
   type StopReason
 } from "@agent/core"
-import { type BusEvent, parseModelRef, type Part, type PermissionRequest, type SessionID } from "@agent/domain"
+import {
+  type BusEvent,
+  parseModelRef,
+  type Part,
+  type PermissionRequest,
+  type QuestionRequest,
+  type SessionID
+} from "@agent/domain"
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Stream } from "effect"
 import * as fs from "node:fs"
@@ -168,12 +176,35 @@ const askOnTerminal = (request: PermissionRequest) =>
     return Effect.sync(() => rl.close())
   })
 
+/** Asks the model's questions on the terminal: an option number (comma-separated when several) or free text. */
+const answerOnTerminal = (request: QuestionRequest) =>
+  Effect.async<ReadonlyArray<ReadonlyArray<string>>>((resume) => {
+    const rl = readline.createInterface({ input: process.stdin, output: process.stderr })
+    const answers: Array<Array<string>> = []
+    const next = (index: number) => {
+      const question = request.questions[index]
+      if (!question) {
+        rl.close()
+        return resume(Effect.succeed(answers))
+      }
+      const options = question.options.map((option, n) => `  ${n + 1}. ${option.label}${option.description ? ` - ${option.description}` : ""}`)
+      rl.question(`${question.question}\n${options.join("\n")}\n> `, (answer) => {
+        const picks = answer.split(",").map((part) => Number(part.trim())).filter((n) => Number.isInteger(n) && n >= 1 && n <= question.options.length)
+        answers.push(picks.length > 0 ? picks.map((n) => question.options[n - 1]!.label) : [answer.trim()])
+        next(index + 1)
+      })
+    }
+    next(0)
+    return Effect.sync(() => rl.close())
+  })
+
 export const runCommand = Command.make("run", { message, ...options }, (input) =>
   Effect.gen(function*() {
     const store = yield* SessionStore
     const loop = yield* SessionLoop
     const bus = yield* Bus
     const permissions = yield* PermissionService
+    const questions = yield* QuestionService
     const json = input.format === "json"
     const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true
 
@@ -216,6 +247,10 @@ export const runCommand = Command.make("run", { message, ...options }, (input) =
           } else if (interactive) {
             const line = progressLine(sessionID, event)
             if (line) yield* Console.error(line)
+          }
+          if (event.type === "question.asked" && interactive) {
+            const answers = yield* answerOnTerminal(event.properties)
+            yield* questions.reply(event.properties.id, answers).pipe(Effect.ignore)
           }
           if (event.type === "permission.asked" && !input.autoApprove) {
             const request = event.properties
@@ -268,6 +303,8 @@ export const runCommand = Command.make("run", { message, ...options }, (input) =
       ...(Option.isSome(input.agent) ? { agent: input.agent.value } : {}),
       ...(model ? { model } : {}),
       autoApprove: input.autoApprove,
+      // Nobody can answer the model's questions without a terminal.
+      ...(interactive ? {} : { tools: { question: false } }),
       ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {})
     }).pipe(
       // Ctrl-C: stop the run cleanly (tools killed, parts marked), report, exit 130.

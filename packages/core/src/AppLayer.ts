@@ -14,6 +14,7 @@ import { LLMService } from "./LLMService.js"
 import { PermissionService } from "./PermissionService.js"
 import { ProviderRegistry } from "./ProviderRegistry.js"
 import { SessionLoop } from "./SessionLoop.js"
+import { QuestionService } from "./QuestionService.js"
 import { SessionStore } from "./SessionStore.js"
 import { SkillRegistry } from "./Skills.js"
 import type { AnyTool } from "./Tool.js"
@@ -53,6 +54,7 @@ export type AppServices =
   | Truncation
   | InstructionLoader
   | SkillRegistry
+  | QuestionService
   | Compaction
   | SessionLoop
 
@@ -76,7 +78,8 @@ export const makeAppLayer = <PolicyError = never>(
     options.llm ?? LLMService.layer,
     Truncation.layer,
     InstructionLoader.layer,
-    SkillRegistry.layer
+    SkillRegistry.layer,
+    QuestionService.layer
   ).pipe(Layer.provideMerge(configured))
   const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))

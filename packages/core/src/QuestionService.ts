@@ -3,7 +3,7 @@ import { Context, Deferred, Effect, Layer, Schema } from "effect"
 import { Bus } from "./Bus.js"
 import * as Identifier from "./Identifier.js"
 
-export interface AskInput {
+export interface QuestionAskInput {
   readonly sessionID: SessionID
   readonly questions: ReadonlyArray<QuestionInfo>
   /** The tool call asking, so clients can show the questions in place. */
@@ -48,7 +48,7 @@ interface Pending {
 export class QuestionService extends Context.Tag("@agent/core/QuestionService")<
   QuestionService,
   {
-    readonly ask: (input: AskInput) => Effect.Effect<Answers, QuestionRejectedError>
+    readonly ask: (input: QuestionAskInput) => Effect.Effect<Answers, QuestionRejectedError>
     readonly reply: (requestID: string, answers: Answers) => Effect.Effect<void, QuestionNotFound>
     readonly reject: (requestID: string) => Effect.Effect<void, QuestionNotFound>
     /** Questions waiting for an answer, oldest first. */
@@ -71,7 +71,7 @@ export class QuestionService extends Context.Tag("@agent/core/QuestionService")<
           yield* Deferred.fail(entry.deferred, new QuestionRejectedError({ requestID: entry.request.id }))
         })
 
-      const ask = Effect.fn("QuestionService.ask")(function*(input: AskInput) {
+      const ask = Effect.fn("QuestionService.ask")(function*(input: QuestionAskInput) {
         const request: QuestionRequest = {
           id: Identifier.ascending("question"),
           sessionID: input.sessionID,
