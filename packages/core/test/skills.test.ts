@@ -329,12 +329,10 @@ describe("skill tool", () => {
 
   it.scopedLive("through the loop: the model loads a skill and sees its content", () =>
     Effect.gen(function*() {
-      // The skills live in their own sandbox; the runtime gets the already-built tool.
-      const { context } = yield* registryFor({ files })
-      const tool = yield* Effect.provide(SkillTool.make, context)
+      // The runtime discovers the skills in its own sandbox and offers its built-in skill tool.
       const runtime = yield* TestRuntime.make({
         model: ScriptedModel.make([[ScriptedModel.toolCall("skill", { name: "builder" })], "Loaded it."]),
-        tools: [tool]
+        files
       })
       yield* Effect.gen(function*() {
         const store = yield* SessionStore

@@ -54,8 +54,11 @@ describe("through a real provider package and HTTP", () => {
         expect(server.requests).toHaveLength(2)
         const [request1, request2] = server.requests
         expect(request1!.model).toBe("gpt-test")
-        // built-in tools (apply_patch rather than edit/write for a "gpt-" model), ours, and task
-        expect(request1!.tools?.map((entry) => entry.function.name)).toEqual(["bash", "read", "apply_patch", "echo", "task"])
+        // built-in tools (apply_patch rather than edit/write for a "gpt-" model), ours, and task;
+        // no skill tool without skills
+        expect(request1!.tools?.map((entry) => entry.function.name)).toEqual([
+          "question", "bash", "read", "glob", "grep", "list", "webfetch", "todowrite", "todoread", "apply_patch", "echo", "task"
+        ])
         expect(request1!.messages[0]).toMatchObject({ role: "system" })
         expect(JSON.stringify(request2!.messages)).toContain('"role":"tool"')
         expect(JSON.stringify(request2!.messages)).toContain("over the wire")
