@@ -34,9 +34,10 @@ export interface InstructionLoaderShape {
    * the project root (in each directory the first of AGENTS.md, CLAUDE.md, CONTEXT.md; nearest
    * first) that are neither in the system prompt nor already attached for this message, wrapped
    * in one `<system-reminder>` for the read tool to append to its output. Each file is attached
-   * at most once per `messageID`; undefined when there is nothing new.
+   * at most once per `scope` (the session: a file already shown stays in the history); undefined
+   * when there is nothing new.
    */
-  readonly forRead: (input: { readonly messageID: string; readonly filePath: string }) => Effect.Effect<string | undefined>
+  readonly forRead: (input: { readonly scope: string; readonly filePath: string }) => Effect.Effect<string | undefined>
 }
 
 export class InstructionLoader extends Context.Tag("@agent/core/InstructionLoader")<
@@ -218,11 +219,11 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
 
   const service = (configuredOnce: typeof configured): InstructionLoaderShape => {
     const claims = new Map<string, Set<string>>()
-    const claimsOf = (messageID: string): Set<string> => {
-      let set = claims.get(messageID)
+    const claimsOf = (scope: string): Set<string> => {
+      let set = claims.get(scope)
       if (set === undefined) {
         set = new Set()
-        claims.set(messageID, set)
+        claims.set(scope, set)
         if (claims.size > CLAIM_MESSAGES) claims.delete(claims.keys().next().value!)
       }
       return set
@@ -256,7 +257,7 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
         )
         // Claim synchronously, so two reads of the same message cannot both attach a file.
         const picked = yield* Effect.sync(() => {
-          const claimed = claimsOf(input.messageID)
+          const claimed = claimsOf(input.scope)
           const out: Array<string> = []
           for (const file of candidates) {
             if (file === undefined || file === target || loaded.has(file) || claimed.has(file)) continue

@@ -142,7 +142,7 @@ describe("InstructionLoader with AGENT_DISABLE_PROJECT_CONFIG", () => {
         }
       })
       expect(yield* loader.system()).toEqual([`Instructions from: ${box.path("home/.config/agent/rules.md")}\nglobal copy`])
-      expect(yield* loader.forRead({ messageID: "m", filePath: box.path("project/packages/app/src/index.ts") })).toBeUndefined()
+      expect(yield* loader.forRead({ scope: "m", filePath: box.path("project/packages/app/src/index.ts") })).toBeUndefined()
     }))
 })
 
@@ -255,7 +255,7 @@ describe("InstructionLoader.forRead", () => {
   it.scopedLive("attaches the package's instruction files once per message", () =>
     Effect.gen(function*() {
       const { box, loader } = yield* loaderFor({ files: monorepo })
-      const first = yield* loader.forRead({ messageID: "msg_1", filePath: box.path("project/packages/app/src/index.ts") })
+      const first = yield* loader.forRead({ scope: "msg_1", filePath: box.path("project/packages/app/src/index.ts") })
       expect(first).toBe(
         [
           "<system-reminder>",
@@ -268,13 +268,13 @@ describe("InstructionLoader.forRead", () => {
         ].join("\n")
       )
       // Same message: already attached.
-      expect(yield* loader.forRead({ messageID: "msg_1", filePath: box.path("project/packages/app/src/util.ts") }))
+      expect(yield* loader.forRead({ scope: "msg_1", filePath: box.path("project/packages/app/src/util.ts") }))
         .toBeUndefined()
       // A sibling package in the same message: only what it adds (nothing — packages/AGENTS.md is claimed).
-      expect(yield* loader.forRead({ messageID: "msg_1", filePath: box.path("project/packages/lib/src/index.ts") }))
+      expect(yield* loader.forRead({ scope: "msg_1", filePath: box.path("project/packages/lib/src/index.ts") }))
         .toBeUndefined()
       // The next message gets them again.
-      const again = yield* loader.forRead({ messageID: "msg_2", filePath: "packages/app/src/util.ts" })
+      const again = yield* loader.forRead({ scope: "msg_2", filePath: "packages/app/src/util.ts" })
       expect(again).toContain(`Instructions from: ${box.path("project/packages/app/AGENTS.md")}`)
     }))
 
@@ -282,18 +282,18 @@ describe("InstructionLoader.forRead", () => {
     Effect.gen(function*() {
       const { box, loader } = yield* loaderFor({ files: { ...monorepo, "outside/AGENTS.md": "outside", "outside/x.ts": "" } })
       // The root AGENTS.md is in the system prompt.
-      expect(yield* loader.forRead({ messageID: "m", filePath: box.path("project/README.md") })).toBeUndefined()
+      expect(yield* loader.forRead({ scope: "m", filePath: box.path("project/README.md") })).toBeUndefined()
       // Reading an AGENTS.md does not attach that same file, only its parent directories' files.
-      const self = yield* loader.forRead({ messageID: "m2", filePath: box.path("project/packages/app/AGENTS.md") })
+      const self = yield* loader.forRead({ scope: "m2", filePath: box.path("project/packages/app/AGENTS.md") })
       expect(self).not.toContain(box.path("project/packages/app/AGENTS.md"))
       expect(self).toContain(box.path("project/packages/AGENTS.md"))
-      expect(yield* loader.forRead({ messageID: "m3", filePath: box.path("outside/x.ts") })).toBeUndefined()
+      expect(yield* loader.forRead({ scope: "m3", filePath: box.path("outside/x.ts") })).toBeUndefined()
     }))
 
   it.scopedLive("a package with only CLAUDE.md attaches that file", () =>
     Effect.gen(function*() {
       const { box, loader } = yield* loaderFor({ files: monorepo })
-      const text = yield* loader.forRead({ messageID: "m", filePath: box.path("project/packages/tools/main.ts") })
+      const text = yield* loader.forRead({ scope: "m", filePath: box.path("project/packages/tools/main.ts") })
       expect(text).toContain(`Instructions from: ${box.path("project/packages/tools/CLAUDE.md")}\nTools package rules from CLAUDE.md.`)
     }))
 
@@ -302,7 +302,7 @@ describe("InstructionLoader.forRead", () => {
       const { box, loader } = yield* loaderFor({ files: monorepo })
       const results = yield* Effect.all(
         ["index.ts", "util.ts", "index.ts", "util.ts"].map((name) =>
-          loader.forRead({ messageID: "m", filePath: box.path(`project/packages/app/src/${name}`) })
+          loader.forRead({ scope: "m", filePath: box.path(`project/packages/app/src/${name}`) })
         ),
         { concurrency: "unbounded" }
       )

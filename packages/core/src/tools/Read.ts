@@ -336,8 +336,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           : `(End of file - total ${slice.total} lines)`
         const numbered = slice.lines.map((line, index) => `${start + index}: ${line}`)
         const body = numbered.length > 0 ? `${numbered.join("\n")}\n\n` : ""
-        // Reading into a package with its own AGENTS.md brings those instructions along, once per message.
-        const reminder = yield* instructions.forRead({ messageID: context.messageID, filePath: file })
+        // Reading into a package with its own AGENTS.md brings those instructions along, once per session.
+        const reminder = yield* instructions.forRead({ scope: context.sessionID, filePath: file })
         const output = `<path>${file}</path>\n<type>file</type>\n<content>\n${body}${note}\n</content>${reminder ? `\n\n${reminder}` : ""}`
         return {
           title,

@@ -1,10 +1,10 @@
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider"
 import { type Script, ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
-import { echo, peek } from "./tools.js"
+import { echo, isAlive, peek, pids, sleeper } from "./tools.js"
 
 const { finish, text, toolCall } = ScriptedModel
 
@@ -160,4 +160,36 @@ describe("subagents", () => {
       }).pipe(Effect.provide(runtime.layer))
     })
   })
+})
+
+describe("subagents and abort", () => {
+  it.scopedLive("aborting the parent aborts the running child and kills its tools", () => {
+    const router = (options: LanguageModelV3CallOptions): Script.ScriptTurnSpec => {
+      const call = describeCall(options)
+      if (call.user.includes("sleep a minute")) return [toolCall("sleeper", { seconds: 60 })]
+      return [toolCall("task", { description: "Wait long", prompt: "sleep a minute", subagent_type: "general" })]
+    }
+    const model = ScriptedModel.make(Array.from({ length: 4 }, () => router))
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [sleeper] })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Parent" })
+        const before = pids.length
+        const run = yield* Effect.fork(loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "delegate" }] }))
+        while (pids.length === before) yield* Effect.sleep("10 millis")
+        const pid = pids.at(-1)!
+        const [child] = yield* store.children(session.id)
+        expect((yield* loop.status(child!.id)).type).toBe("busy")
+        yield* loop.abort(session.id)
+        expect((yield* Fiber.join(run)).reason).toBe("aborted")
+        yield* Effect.sleep("100 millis")
+        expect(isAlive(pid)).toBe(false)
+        expect((yield* loop.status(child!.id)).type).toBe("idle")
+        const childParts = (yield* store.messages(child!.id)).flatMap((message) => message.parts)
+        expect(childParts.find((part) => part.type === "tool")).toMatchObject({ state: { status: "error", metadata: { interrupted: true } } })
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  }, 20_000)
 })
