@@ -252,7 +252,7 @@ describe("InstructionLoader instructions config", () => {
 })
 
 describe("InstructionLoader.forRead", () => {
-  it.scopedLive("attaches the package's instruction files once per message", () =>
+  it.scopedLive("attaches the package's instruction files once per scope (session)", () =>
     Effect.gen(function*() {
       const { box, loader } = yield* loaderFor({ files: monorepo })
       const first = yield* loader.forRead({ scope: "msg_1", filePath: box.path("project/packages/app/src/index.ts") })
