@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { ConfigService } from "./ConfigService.js"
@@ -103,24 +104,43 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
   const contents = new Map<string, { readonly mtimeMs: number; readonly size: number; readonly text: string }>()
 
   /** The trimmed text of `file`, or undefined when it is not a readable file. */
-  const readFile = (file: string): Effect.Effect<string | undefined> =>
-    Effect.promise(async () => {
-      const stat = await fsp.stat(file).catch(() => undefined)
-      if (stat === undefined || !stat.isFile()) {
+  // Checked every step, so synchronous: a stat is microseconds, a thread-pool round trip is not.
+  const readFile = (file: string): Effect.Effect<string | undefined> => Effect.sync(() => readFileSync(file))
+  const readFileSync = (file: string): string | undefined => {
+    {
+      let stat: fs.Stats
+      try {
+        stat = fs.statSync(file)
+      } catch {
+        contents.delete(file)
+        return undefined
+      }
+      if (!stat.isFile()) {
         contents.delete(file)
         return undefined
       }
       const cached = contents.get(file)
       if (cached !== undefined && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.text
-      const raw = await fsp.readFile(file, "utf8").catch(() => undefined)
-      if (raw === undefined) return undefined
+      let raw: string
+      try {
+        raw = fs.readFileSync(file, "utf8")
+      } catch {
+        return undefined
+      }
       const text = (raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw).trim()
       contents.set(file, { mtimeMs: stat.mtimeMs, size: stat.size, text })
       return text
-    })
+    }
+  }
 
-  const isFile = (file: string): Effect.Effect<boolean> =>
-    Effect.promise(() => fsp.stat(file).then((stat) => stat.isFile(), () => false))
+  const isFileSync = (file: string): boolean => {
+    try {
+      return fs.statSync(file).isFile()
+    } catch {
+      return false
+    }
+  }
+  const isFile = (file: string): Effect.Effect<boolean> => Effect.sync(() => isFileSync(file))
 
   // --- configured entries, resolved once ------------------------------------------------------
 
@@ -180,36 +200,27 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
 
   // --- per step -------------------------------------------------------------------------------
 
-  const globalFile: Effect.Effect<string | undefined> = Effect.gen(function*() {
-    for (const file of [path.join(instance.paths.config, "AGENTS.md"), path.join(instance.home, ".claude", "CLAUDE.md")]) {
-      if (yield* isFile(file)) return file
-    }
-    return undefined
-  })
+  const globalFile = (): string | undefined =>
+    [path.join(instance.paths.config, "AGENTS.md"), path.join(instance.home, ".claude", "CLAUDE.md")].find(isFileSync)
 
   /** The project files of the first name with any hit, work-tree root first. */
-  const projectFiles: Effect.Effect<ReadonlyArray<string>> = Effect.gen(function*() {
+  const projectFiles = (): ReadonlyArray<string> => {
     if (!projectEnabled) return []
     const rootFirst = [...projectDirs].reverse()
-    const hits = yield* Effect.forEach(
-      PROJECT_FILES,
-      (name) =>
-        Effect.forEach(rootFirst, (dir) => {
-          const file = path.join(dir, name)
-          return Effect.map(isFile(file), (exists) => (exists ? [file] : []))
-        }, { concurrency: "unbounded" }).pipe(Effect.map((lists) => lists.flat())),
-      { concurrency: "unbounded" }
-    )
-    return hits.find((list) => list.length > 0) ?? []
-  })
+    for (const name of PROJECT_FILES) {
+      const hits = rootFirst.map((dir) => path.join(dir, name)).filter(isFileSync)
+      if (hits.length > 0) return hits
+    }
+    return []
+  }
 
   const collect = (configuredOnce: typeof configured): Effect.Effect<ReadonlyArray<Entry>> =>
     Effect.gen(function*() {
-      const [global, project, resolved] = yield* Effect.all([globalFile, projectFiles, configuredOnce], {
-        concurrency: "unbounded"
-      })
+      const resolved = yield* configuredOnce
+      const global = globalFile()
+      const project = projectFiles()
       const paths = [...new Set([...(global ? [global] : []), ...project, ...resolved.files])]
-      const texts = yield* Effect.forEach(paths, readFile, { concurrency: "unbounded" })
+      const texts = paths.map(readFileSync)
       const files = paths.flatMap((file, index) => {
         const text = texts[index]
         return text ? [{ kind: "file" as const, source: file, text }] : []

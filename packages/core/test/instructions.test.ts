@@ -17,13 +17,21 @@ const loaderFor = (options: TestInstance.TestInstanceOptions, setup?: (box: Test
     const capture = Logger.make(({ message }) => {
       logs.push(Array.isArray(message) ? message.map(String).join(" ") : String(message))
     })
+    const logging = Logger.replace(Logger.defaultLogger, capture)
     const context = yield* Layer.build(
       InstructionLoader.layer.pipe(
         Layer.provideMerge(ConfigService.layer),
         Layer.provideMerge(Layer.succeed(Instance, box.instance))
       )
-    ).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
-    return { loader: Context.get(context, InstructionLoader), box, logs }
+    ).pipe(Effect.provide(logging))
+    const built = Context.get(context, InstructionLoader)
+    // Whichever fiber first resolves the configured entries logs their failures: capture both.
+    const loader: typeof built = {
+      system: () => built.system().pipe(Effect.provide(logging)),
+      files: () => built.files().pipe(Effect.provide(logging)),
+      forRead: (input) => built.forRead(input).pipe(Effect.provide(logging))
+    }
+    return { loader, box, logs }
   })
 
 /** The source paths named in the `Instructions from:` headers of system entries. */
