@@ -519,24 +519,8 @@ function make() {
           return undefined
         }
 
-        /** Subtask parts of the newest user message that no later task call has handled yet. */
-        const pendingSubtask = (user: LiveMessage) => {
-          const index = history.indexOf(user)
-          const handled = new Set(
-            history.slice(index + 1).flatMap((message) =>
-              message.parts.flatMap((part) => part.type === "tool" && typeof part.metadata?.subtask === "string" ? [part.metadata.subtask] : [])
-            )
-          )
-          return user.parts.find((part): part is Extract<Part, { type: "subtask" }> => part.type === "subtask" && !handled.has(part.id))
-        }
-
-        /** Runs a requested subtask as a task call of a new assistant message; the model then sees its result. */
-        const runPendingSubtask = (
-          subtask: Extract<Part, { type: "subtask" }>,
-          user: LiveMessage & { info: UserMessage },
-          agent: Agent,
-          model: ResolvedModel
-        ) =>
+        /** A new, empty assistant message answering `user`: stored, and appended to the history. */
+        const startAssistantMessage = (user: LiveMessage, agent: Agent, model: ResolvedModel) =>
           Effect.gen(function*() {
             const info: AssistantMessage = {
               id: Identifier.ascending("message") as MessageID,
@@ -556,6 +540,30 @@ function make() {
             history.push(message)
             lastAssistant = message
             yield* store.upsertMessage(info)
+            return message
+          })
+
+        /** Subtask parts of the newest user message that no later task call has handled yet. */
+        const pendingSubtask = (user: LiveMessage) => {
+          const index = history.indexOf(user)
+          const handled = new Set(
+            history.slice(index + 1).flatMap((message) =>
+              message.parts.flatMap((part) => part.type === "tool" && typeof part.metadata?.subtask === "string" ? [part.metadata.subtask] : [])
+            )
+          )
+          return user.parts.find((part): part is Extract<Part, { type: "subtask" }> => part.type === "subtask" && !handled.has(part.id))
+        }
+
+        /** Runs a requested subtask as a task call of a new assistant message; the model then sees its result. */
+        const runPendingSubtask = (
+          subtask: Extract<Part, { type: "subtask" }>,
+          user: LiveMessage & { info: UserMessage },
+          agent: Agent,
+          model: ResolvedModel
+        ) =>
+          Effect.gen(function*() {
+            const message = yield* startAssistantMessage(user, agent, model)
+            const info = message.info as AssistantMessage
             const input = { description: subtask.description, prompt: subtask.prompt, subagent_type: subtask.agent }
             const started = Date.now()
             let part: ToolPart = {
@@ -727,24 +735,8 @@ function make() {
             })
             const messages = requestMessages(agent, input.step, isLastStep)
 
-            const info: AssistantMessage = {
-              id: Identifier.ascending("message") as MessageID,
-              sessionID,
-              role: "assistant",
-              time: { created: Date.now() },
-              parentID: user.info.id,
-              providerID: model.info.providerID,
-              modelID: model.info.modelID,
-              agent: agent.name,
-              mode: agent.name,
-              path: { cwd: instance.directory, root: instance.worktree },
-              cost: 0,
-              tokens: emptyUsage()
-            }
-            const message: LiveMessage = { info, parts: [] }
-            history.push(message)
-            lastAssistant = message
-            yield* store.upsertMessage(info)
+            const message = yield* startAssistantMessage(user, agent, model)
+            const info = message.info as AssistantMessage
             touch()
 
             let attempt = 0
