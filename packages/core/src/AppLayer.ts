@@ -11,6 +11,7 @@ import { Instance } from "./Instance.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
 import { InstructionLoader } from "./Instructions.js"
 import { LLMService } from "./LLMService.js"
+import { Mcp } from "./Mcp.js"
 import { PermissionService } from "./PermissionService.js"
 import { ProviderRegistry } from "./ProviderRegistry.js"
 import { SessionLoop } from "./SessionLoop.js"
@@ -55,6 +56,7 @@ export type AppServices =
   | InstructionLoader
   | SkillRegistry
   | QuestionService
+  | Mcp
   | Compaction
   | SessionLoop
 
@@ -79,7 +81,8 @@ export const makeAppLayer = <PolicyError = never>(
     Truncation.layer,
     InstructionLoader.layer,
     SkillRegistry.layer,
-    QuestionService.layer
+    QuestionService.layer,
+    Mcp.layer
   ).pipe(Layer.provideMerge(configured))
   const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))

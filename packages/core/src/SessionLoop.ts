@@ -50,6 +50,8 @@ import * as Prompts from "./Prompts.js"
 import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "./ProviderRegistry.js"
 import { SessionStore } from "./SessionStore.js"
 import { SkillRegistry } from "./Skills.js"
+import { Mcp } from "./Mcp.js"
+import { resourceTools } from "./tools/McpTools.js"
 import * as SystemPrompt from "./SystemPrompt.js"
 import * as Tool from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
@@ -185,6 +187,7 @@ export class SessionLoop extends Context.Tag("@agent/core/SessionLoop")<SessionL
     | Truncation
     | InstructionLoader
     | SkillRegistry
+    | Mcp
     | Compaction
     | ConfigService
     | Instance
@@ -204,6 +207,8 @@ function make() {
     const instructions = yield* InstructionLoader
     const compaction = yield* Compaction
     const skills = yield* SkillRegistry
+    const mcp = yield* Mcp
+    const mcpResourceTools = resourceTools(mcp)
     const config = yield* (yield* ConfigService).get()
     const instance = yield* Instance
     const layerScope = yield* Effect.scope
@@ -722,7 +727,15 @@ function make() {
             const offerTask = !Permission.disabled(["task"], ruleset).has("task") && !disabledTools.includes("task") &&
               (yield* subagentsFor(agent)).length > 0
             const visibleSkills = yield* skills.forAgent(agent)
-            const offered = registered.filter((tool) => tool.id !== "skill" || visibleSkills.length > 0)
+            // MCP servers get a short grace period on the first step; later ones join on later steps.
+            if (input.step === 1) yield* mcp.ready()
+            const fromServers = yield* mcp.tools()
+            const mcpTools = fromServers.length > 0 ? [...fromServers, ...mcpResourceTools] : []
+            const hiddenMcp = Permission.disabled(mcpTools.map((tool) => tool.id), ruleset)
+            const offered = [
+              ...registered.filter((tool) => tool.id !== "skill" || visibleSkills.length > 0),
+              ...mcpTools.filter((tool) => !hiddenMcp.has(tool.id) && !disabledTools.includes(tool.id))
+            ]
             const tools = offerTask ? [...offered, taskTool] : offered
             const stepLimit = stepLimitOf(agent)
             const isLastStep = stepLimit !== undefined && input.step >= stepLimit
@@ -730,7 +743,11 @@ function make() {
               agent,
               model: model.info,
               instance,
-              instructions: [...(yield* instructions.system()), ...Option.toArray(Option.fromNullable(yield* skills.systemBlock(agent)))],
+              instructions: [
+                ...(yield* instructions.system()),
+                ...(yield* mcp.instructions()).map((entry) => `Instructions from the MCP server ${entry.server}:\n${entry.text}`),
+                ...Option.toArray(Option.fromNullable(yield* skills.systemBlock(agent)))
+              ],
               userSystem: user.info.system
             })
             const messages = requestMessages(agent, input.step, isLastStep)

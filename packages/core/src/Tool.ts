@@ -61,6 +61,8 @@ export interface Tool<Params = unknown> {
   readonly id: string
   readonly description: string
   readonly parameters: Schema.Schema<Params, any>
+  /** JSON Schema sent to the model instead of one derived from `parameters` (MCP tools bring their own). */
+  readonly jsonSchema?: Record<string, unknown>
   /** A description tailored to the agent (e.g. the task tool lists the subagents it may use). */
   readonly describe?: (agent: Agent) => Effect.Effect<string>
   readonly execute: (params: Params, context: ToolContext) => Effect.Effect<ToolResult, ToolFailure>
@@ -75,6 +77,7 @@ export const make = <Params, Encoded>(definition: {
   readonly id: string
   readonly description: string
   readonly parameters: Schema.Schema<Params, Encoded>
+  readonly jsonSchema?: Record<string, unknown>
   readonly describe?: (agent: Agent) => Effect.Effect<string>
   readonly execute: (params: Params, context: ToolContext) => Effect.Effect<ToolResult, ToolFailure>
 }): Tool<Params> => definition as Tool<Params>
@@ -83,6 +86,7 @@ const jsonSchemas = new WeakMap<object, Record<string, unknown>>()
 
 /** JSON Schema for the model: a plain object schema, without `$schema`. Computed once per tool. */
 export const jsonSchemaOf = (tool: Tool): Record<string, unknown> => {
+  if (tool.jsonSchema) return tool.jsonSchema
   let schema = jsonSchemas.get(tool.parameters)
   if (!schema) {
     const { $schema: _ignored, ...rest } = JSONSchema.make(tool.parameters) as unknown as Record<string, unknown>

@@ -86,6 +86,13 @@ export const QuestionReplied = event("question.replied", {
 })
 export const QuestionRejected = event("question.rejected", { sessionID: SessionID, requestID: Schema.String })
 export const McpToolsChanged = event("mcp.tools.changed", { server: Schema.String })
+/** Where one MCP server stands; `error` says why it failed, needs auth or is reconnecting. */
+export const McpServerStatus = Schema.Struct({
+  status: Schema.Literal("connected", "connecting", "disabled", "failed", "needs_auth"),
+  error: Schema.optional(Schema.String)
+})
+export type McpServerStatus = typeof McpServerStatus.Type
+export const McpStatusChanged = event("mcp.status", { server: Schema.String, status: McpServerStatus })
 export const FileEdited = event("file.edited", { file: Schema.String })
 export const CommandExecuted = event("command.executed", {
   name: Schema.String,
@@ -116,6 +123,7 @@ export const BusEvent = Schema.Union(
   QuestionRejected,
   TodoUpdated,
   McpToolsChanged,
+  McpStatusChanged,
   FileEdited,
   CommandExecuted
 )

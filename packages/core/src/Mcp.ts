@@ -1,0 +1,899 @@
+import type { McpConfig, McpServerStatus } from "@agent/domain"
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/sse.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import {
+  ErrorCode,
+  McpError,
+  PromptListChangedNotificationSchema,
+  ToolListChangedNotificationSchema
+} from "@modelcontextprotocol/sdk/types.js"
+import type { ContentBlock, JSONRPCMessage, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
+import { Context, Data, Deferred, Duration, Effect, Either, Exit, Layer, Queue, Ref, Runtime, Schema, type Scope } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Bus } from "./Bus.js"
+import { ConfigService } from "./ConfigService.js"
+import { Instance } from "./Instance.js"
+import type * as Tool from "./Tool.js"
+import { ToolExecutionError } from "./Tool.js"
+import * as McpTools from "./tools/McpTools.js"
+import { VERSION } from "./Version.js"
+
+/** Connect and `tools/list` timeout when the server's config sets none (OpenCode's `DEFAULT_TIMEOUT`). */
+export const DEFAULT_TIMEOUT_MS = 30_000
+/** How long the first step waits for servers by default; `AGENT_MCP_GRACE_MS` overrides it. */
+export const DEFAULT_GRACE_MS = 3_000
+const FIRST_RETRY_MS = 1_000
+const MAX_RETRY_MS = 30_000
+
+export type { McpServerStatus }
+
+/** A prompt offered by a connected server; `key` is `<server>:<prompt>`, sanitized. */
+export interface McpPrompt {
+  readonly key: string
+  readonly server: string
+  readonly name: string
+  readonly description?: string
+  readonly arguments: ReadonlyArray<{ readonly name: string; readonly description?: string; readonly required?: boolean }>
+}
+
+export interface McpPromptMessage {
+  readonly role: "user" | "assistant"
+  readonly text: string
+}
+
+/** A rendered prompt: its messages' text content (images and binary resources are left out). */
+export interface McpPromptResult {
+  readonly description?: string
+  readonly messages: ReadonlyArray<McpPromptMessage>
+}
+
+export interface McpResource {
+  readonly server: string
+  readonly uri: string
+  readonly name: string
+  readonly mimeType?: string
+  readonly description?: string
+}
+
+/** One part of a read resource: `text`, or `blob` (base64). */
+export interface McpResourceContent {
+  readonly uri: string
+  readonly mimeType?: string
+  readonly text?: string
+  readonly blob?: string
+}
+
+/** What a server tells its clients about using it (the `instructions` of its initialize answer). */
+export interface McpInstructions {
+  readonly server: string
+  readonly text: string
+}
+
+/** A prompt or resource request to a server failed, or the server is unknown or not connected. */
+export class McpRequestError extends Schema.TaggedError<McpRequestError>()("McpRequestError", {
+  server: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return this.detail
+  }
+}
+
+/**
+ * The MCP servers of the configuration (`mcp.<name>`). They connect in parallel in the
+ * background when the layer is built and reconnect after a crash; `tools()` always answers
+ * with what is connected now, so a slow or broken server never holds a run up for longer
+ * than the grace period the caller gives `ready`.
+ */
+export class Mcp extends Context.Tag("@agent/core/Mcp")<
+  Mcp,
+  {
+    /** The tools of the servers connected right now, as runtime tools (`<server>_<tool>`). */
+    readonly tools: () => Effect.Effect<ReadonlyArray<Tool.AnyTool>>
+    /** Waits until every enabled server has connected or failed once, for at most `grace` (default `AGENT_MCP_GRACE_MS` or 3 s). */
+    readonly ready: (grace?: Duration.DurationInput) => Effect.Effect<void>
+    /** Every configured server, by config name. */
+    readonly status: () => Effect.Effect<Record<string, McpServerStatus>>
+    readonly prompts: () => Effect.Effect<ReadonlyArray<McpPrompt>>
+    /** Renders the prompt `key` (`<server>:<prompt>`) with the given arguments. */
+    readonly getPrompt: (key: string, args?: Record<string, string>) => Effect.Effect<McpPromptResult, McpRequestError>
+    /** The resources of one server, or of every connected server (servers that fail to answer are skipped). */
+    readonly resources: (server?: string) => Effect.Effect<ReadonlyArray<McpResource>, McpRequestError>
+    readonly readResource: (server: string, uri: string) => Effect.Effect<ReadonlyArray<McpResourceContent>, McpRequestError>
+    /** The instructions connected servers gave, for the system prompt. */
+    readonly instructions: () => Effect.Effect<ReadonlyArray<McpInstructions>>
+  }
+>() {
+  static readonly layer: Layer.Layer<Mcp, never, ConfigService | Instance | Bus> = Layer.scoped(
+    Mcp,
+    Effect.gen(function*() {
+      const config = yield* (yield* ConfigService).get()
+      const instance = yield* Instance
+      const bus = yield* Bus
+      return yield* makeService({
+        servers: config.mcp ?? {},
+        ...(config.experimental?.mcp_timeout === undefined ? {} : { callTimeout: config.experimental.mcp_timeout }),
+        instance,
+        bus
+      })
+    })
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers and connections
+
+interface LocalSpec {
+  readonly type: "local"
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  readonly cwd: string
+  readonly env: Record<string, string>
+}
+
+interface RemoteSpec {
+  readonly type: "remote"
+  readonly url: string
+  readonly headers: Record<string, string>
+}
+
+interface Connection {
+  readonly client: Client
+  readonly remote: boolean
+  readonly tools: Ref.Ref<ReadonlyArray<Tool.AnyTool>>
+  readonly prompts: Ref.Ref<ReadonlyArray<McpPrompt>>
+  /** Why the connection ended, once it has. */
+  readonly closed: Deferred.Deferred<string>
+  readonly describeClose: () => string
+}
+
+interface ServerEntry {
+  readonly name: string
+  readonly spec: LocalSpec | RemoteSpec | undefined
+  readonly timeout: number
+  readonly callTimeout: number
+  readonly connection: Ref.Ref<Connection | undefined>
+  /** Done once the first connection attempt has ended, either way. */
+  readonly settled: Deferred.Deferred<void>
+}
+
+/** A connection attempt that did not work; `auth` means the server wants credentials first. */
+class ConnectFailure extends Data.TaggedError("ConnectFailure")<{ readonly reason: string; readonly auth: boolean }> {}
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+const isAuthError = (error: unknown): boolean =>
+  error instanceof UnauthorizedError ||
+  ((error instanceof StreamableHTTPError || error instanceof SseError) && error.code === 401)
+
+const isTimeout = (error: unknown): boolean => error instanceof McpError && error.code === ErrorCode.RequestTimeout
+
+const statusText = (status: McpServerStatus | undefined) =>
+  status === undefined ? "unknown" : status.error ? `${status.status}: ${status.error}` : status.status
+
+interface ServiceOptions {
+  readonly servers: Readonly<Record<string, McpConfig>>
+  readonly callTimeout?: number
+  readonly instance: Instance["Type"]
+  readonly bus: Bus["Type"]
+}
+
+const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { instance, bus } = options
+    const statuses = yield* Ref.make<Record<string, McpServerStatus>>({})
+
+    const setStatus = (server: string, status: McpServerStatus) =>
+      Ref.modify(statuses, (current) => {
+        const previous = current[server]
+        const same = previous?.status === status.status && previous?.error === status.error
+        return [!same, same ? current : { ...current, [server]: status }] as const
+      }).pipe(
+        Effect.flatMap((changed) =>
+          changed ? bus.publish({ type: "mcp.status", properties: { server, status } }) : Effect.void
+        )
+      )
+
+    const statusOf = (server: string) => Effect.map(Ref.get(statuses), (all) => all[server])
+
+    const entries: Array<ServerEntry> = []
+    for (const [name, config] of Object.entries(options.servers)) {
+      const entry: ServerEntry = {
+        name,
+        spec: specOf(config, instance),
+        timeout: "timeout" in config && config.timeout !== undefined ? config.timeout : DEFAULT_TIMEOUT_MS,
+        callTimeout: ("timeout" in config ? config.timeout : undefined) ?? options.callTimeout ?? DEFAULT_TIMEOUT_MS,
+        connection: yield* Ref.make<Connection | undefined>(undefined),
+        settled: yield* Deferred.make<void>()
+      }
+      entries.push(entry)
+      if (config.enabled === false) {
+        yield* setStatus(name, { status: "disabled" })
+        yield* Deferred.succeed(entry.settled, undefined)
+      } else if (entry.spec === undefined) {
+        yield* setStatus(name, { status: "failed", error: "neither a command (type local) nor a url (type remote) is configured" })
+        yield* Deferred.succeed(entry.settled, undefined)
+      } else {
+        yield* setStatus(name, { status: "connecting" })
+      }
+    }
+
+    const findEntry = (server: string) =>
+      entries.find((entry) => entry.name === server) ??
+        entries.find((entry) => McpTools.sanitize(entry.name) === server)
+
+    // -- tools ------------------------------------------------------------------------------
+
+    const callTool = (entry: ServerEntry, tool: string): McpTools.McpToolCall => (args, context) =>
+      Effect.gen(function*() {
+        const id = McpTools.toolKey(entry.name, tool)
+        const connection = yield* Ref.get(entry.connection)
+        if (!connection) {
+          return yield* new ToolExecutionError({
+            tool: id,
+            detail: `The MCP server ${entry.name} is not connected (${statusText(yield* statusOf(entry.name))}), so ${tool} cannot be called right now.`
+          })
+        }
+        const run = Runtime.runFork(yield* Effect.runtime<never>())
+        return yield* Effect.tryPromise({
+          try: (signal) =>
+            connection.client.callTool({ name: tool, arguments: args }, undefined, {
+              signal: AbortSignal.any([signal, context.abort]),
+              timeout: entry.callTimeout,
+              resetTimeoutOnProgress: true,
+              onprogress: (progress) => {
+                run(context.metadata({
+                  metadata: {
+                    progress: progress.progress,
+                    ...(progress.total === undefined ? {} : { total: progress.total }),
+                    ...(progress.message === undefined ? {} : { message: progress.message })
+                  }
+                }))
+              }
+            }),
+          catch: (error) => error
+        }).pipe(
+          Effect.catchAll((error) =>
+            Effect.gen(function*() {
+              let detail: string
+              if (context.abort.aborted) {
+                detail = `The call to ${tool} was aborted.`
+              } else if (isTimeout(error)) {
+                detail = `The MCP tool ${tool} (server ${entry.name}) did not answer within ${entry.callTimeout} ms (the timeout restarts with every progress report).`
+              } else if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+                detail = `The MCP server ${entry.name} closed the connection during the call to ${tool}: ${connection.describeClose()}.`
+              } else if (connection.remote && !(error instanceof McpError)) {
+                detail = `The MCP server ${entry.name} could not be reached during the call to ${tool}: ${errorText(error)}.`
+                // Drop the connection and reconnect instead of failing every later call the same way.
+                yield* Deferred.succeed(connection.closed, `the server could not be reached: ${errorText(error)}`)
+              } else {
+                detail = `The MCP tool ${tool} (server ${entry.name}) failed: ${errorText(error)}`
+              }
+              return yield* new ToolExecutionError({ tool: id, detail })
+            })
+          )
+        )
+      })
+
+    const buildTools = (entry: ServerEntry, definitions: ReadonlyArray<McpToolDefinition>) =>
+      definitions
+        // Tools that only run as tasks cannot be called with a plain `tools/call`.
+        .filter((definition) => definition.execution?.taskSupport !== "required")
+        .map((definition) => McpTools.makeTool(entry.name, definition, callTool(entry, definition.name)))
+
+    const listTools = (entry: ServerEntry, client: Client) =>
+      request(entry, (signal) =>
+        paginate(async (cursor) => {
+          const page = await client.listTools(cursor ? { cursor } : {}, { signal, timeout: entry.timeout })
+          return { items: page.tools, nextCursor: page.nextCursor }
+        })
+      ).pipe(Effect.map((definitions) => buildTools(entry, definitions)))
+
+    const listPrompts = (entry: ServerEntry, client: Client) =>
+      request(entry, (signal) =>
+        paginate(async (cursor) => {
+          const page = await client.listPrompts(cursor ? { cursor } : {}, { signal, timeout: entry.timeout })
+          return { items: page.prompts, nextCursor: page.nextCursor }
+        })
+      ).pipe(
+        Effect.map((prompts) =>
+          prompts.map((prompt): McpPrompt => ({
+            key: McpTools.promptKey(entry.name, prompt.name),
+            server: entry.name,
+            name: prompt.name,
+            ...(prompt.description === undefined ? {} : { description: prompt.description }),
+            arguments: (prompt.arguments ?? []).map((argument) => ({
+              name: argument.name,
+              ...(argument.description === undefined ? {} : { description: argument.description }),
+              ...(argument.required === undefined ? {} : { required: argument.required })
+            }))
+          }))
+        )
+      )
+
+    // -- connections ------------------------------------------------------------------------
+
+    type Change = "tools" | "prompts"
+
+    const makeClient = (changes: Queue.Queue<Change>) => () => {
+      const client = new Client({ name: "agent", version: VERSION }, { capabilities: {} })
+      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => void Queue.unsafeOffer(changes, "tools"))
+      client.setNotificationHandler(PromptListChangedNotificationSchema, async () => void Queue.unsafeOffer(changes, "prompts"))
+      // Transport noise (a stray line on stdout, a dropped SSE stream) is not worth failing over.
+      client.onerror = () => {}
+      return client
+    }
+
+    /** One connection, from handshake to close; returns why it closed. */
+    const session = (entry: ServerEntry, spec: LocalSpec | RemoteSpec) =>
+      Effect.gen(function*() {
+        const changes = yield* Queue.sliding<Change>(8)
+        const opened = spec.type === "local"
+          ? yield* connectLocal(spec, entry.timeout, makeClient(changes))
+          : yield* connectRemote(spec, entry.timeout, makeClient(changes))
+        const { client } = opened
+        const closed = yield* Deferred.make<string>()
+        client.onclose = () => Deferred.unsafeDone(closed, Exit.succeed(opened.describeClose()))
+        const capabilities = client.getServerCapabilities() ?? {}
+        const tools = capabilities.tools
+          ? yield* listTools(entry, client).pipe(
+            Effect.mapError((error) => new ConnectFailure({ reason: `tools/list failed: ${errorText(error)}`, auth: false }))
+          )
+          : []
+        const prompts = capabilities.prompts
+          ? yield* listPrompts(entry, client).pipe(
+            Effect.tapError((error) => Effect.logWarning(`MCP server ${entry.name}: prompts/list failed: ${errorText(error)}`)),
+            Effect.orElseSucceed(() => [])
+          )
+          : []
+        const connection: Connection = {
+          client,
+          remote: spec.type === "remote",
+          tools: yield* Ref.make<ReadonlyArray<Tool.AnyTool>>(tools),
+          prompts: yield* Ref.make<ReadonlyArray<McpPrompt>>(prompts),
+          closed,
+          describeClose: opened.describeClose
+        }
+
+        const refresh = (change: Change) =>
+          change === "tools"
+            ? listTools(entry, client).pipe(
+              Effect.flatMap((next) => Ref.set(connection.tools, next)),
+              Effect.zipRight(bus.publish({ type: "mcp.tools.changed", properties: { server: entry.name } }))
+            )
+            : listPrompts(entry, client).pipe(Effect.flatMap((next) => Ref.set(connection.prompts, next)))
+        yield* Effect.forkScoped(
+          Queue.take(changes).pipe(
+            Effect.flatMap((change) =>
+              refresh(change).pipe(
+                Effect.catchAll((error) =>
+                  Effect.logWarning(`MCP server ${entry.name}: refreshing ${change} failed: ${errorText(error)}`)
+                )
+              )
+            ),
+            Effect.forever,
+            Effect.catchAllCause(Effect.logError)
+          )
+        )
+
+        yield* Effect.acquireRelease(Ref.set(entry.connection, connection), () => Ref.set(entry.connection, undefined))
+        yield* setStatus(entry.name, { status: "connected" })
+        yield* Deferred.succeed(entry.settled, undefined)
+        return yield* Deferred.await(closed)
+      })
+
+    /** Connects, and reconnects with backoff whenever the connection fails or closes, until the scope closes. */
+    const supervise = (entry: ServerEntry, spec: LocalSpec | RemoteSpec) =>
+      Effect.gen(function*() {
+        let delay = FIRST_RETRY_MS
+        let lastReason: string | undefined
+        for (;;) {
+          const started = Date.now()
+          const outcome = yield* Effect.either(Effect.scoped(session(entry, spec)))
+          let reason: string
+          if (Either.isLeft(outcome)) {
+            reason = outcome.left.reason
+            if (outcome.left.auth) {
+              // Reconnecting cannot help until the user authorizes; the auth flow starts a new attempt.
+              yield* setStatus(entry.name, { status: "needs_auth", error: reason })
+              yield* Deferred.succeed(entry.settled, undefined)
+              return
+            }
+          } else {
+            reason = `the connection closed: ${outcome.right}`
+            if (Date.now() - started >= MAX_RETRY_MS) delay = FIRST_RETRY_MS
+          }
+          yield* setStatus(entry.name, { status: "failed", error: reason })
+          yield* Deferred.succeed(entry.settled, undefined)
+          // Once per distinct reason: a server that stays down is retried quietly.
+          if (reason !== lastReason) yield* Effect.logWarning(`MCP server ${entry.name}: ${reason}; retrying with backoff`)
+          lastReason = reason
+          yield* Effect.sleep(Duration.millis(delay))
+          delay = Math.min(delay * 2, MAX_RETRY_MS)
+          yield* setStatus(entry.name, { status: "connecting", error: reason })
+        }
+      })
+
+    for (const entry of entries) {
+      const status = yield* statusOf(entry.name)
+      if (entry.spec === undefined || status?.status !== "connecting") continue
+      yield* Effect.forkScoped(
+        supervise(entry, entry.spec).pipe(
+          Effect.annotateLogs("mcp", entry.name),
+          Effect.catchAllCause(Effect.logError)
+        )
+      )
+    }
+
+    // -- the service ------------------------------------------------------------------------
+
+    const connections = Effect.gen(function*() {
+      const result: Array<{ entry: ServerEntry; connection: Connection }> = []
+      for (const entry of entries) {
+        const connection = yield* Ref.get(entry.connection)
+        if (connection) result.push({ entry, connection })
+      }
+      return result
+    })
+
+    const connectionOf = (server: string) =>
+      Effect.gen(function*() {
+        const entry = findEntry(server)
+        if (!entry) {
+          return yield* new McpRequestError({
+            server,
+            detail: `There is no MCP server named ${server}. Configured servers: ${entries.map((e) => e.name).join(", ") || "none"}.`
+          })
+        }
+        const connection = yield* Ref.get(entry.connection)
+        if (!connection) {
+          return yield* new McpRequestError({
+            server: entry.name,
+            detail: `The MCP server ${entry.name} is not connected (${statusText(yield* statusOf(entry.name))}).`
+          })
+        }
+        return { entry, connection }
+      })
+
+    const tools = Effect.fn("Mcp.tools")(function*() {
+      const all: Array<Tool.AnyTool> = []
+      const seen = new Set<string>()
+      for (const { connection } of yield* connections) {
+        for (const tool of yield* Ref.get(connection.tools)) {
+          if (seen.has(tool.id)) continue
+          seen.add(tool.id)
+          all.push(tool)
+        }
+      }
+      return all as ReadonlyArray<Tool.AnyTool>
+    })
+
+    const defaultGrace = graceFromEnv(instance.env.AGENT_MCP_GRACE_MS)
+    const ready = Effect.fn("Mcp.ready")(function*(grace?: Duration.DurationInput) {
+      yield* Effect.forEach(entries, (entry) => Deferred.await(entry.settled), { concurrency: "unbounded", discard: true }).pipe(
+        Effect.timeout(grace ?? Duration.millis(defaultGrace)),
+        Effect.ignore
+      )
+    })
+
+    const status = Effect.fn("Mcp.status")(function*() {
+      return yield* Ref.get(statuses)
+    })
+
+    const prompts = Effect.fn("Mcp.prompts")(function*() {
+      const all: Array<McpPrompt> = []
+      for (const { connection } of yield* connections) all.push(...(yield* Ref.get(connection.prompts)))
+      return all as ReadonlyArray<McpPrompt>
+    })
+
+    const getPrompt = Effect.fn("Mcp.getPrompt")(function*(key: string, args: Record<string, string> = {}) {
+      for (const { entry, connection } of yield* connections) {
+        const prompt = (yield* Ref.get(connection.prompts)).find((candidate) => candidate.key === key)
+        if (!prompt) continue
+        const result = yield* request(
+          entry,
+          (signal) => connection.client.getPrompt({ name: prompt.name, arguments: args }, { signal, timeout: entry.timeout })
+        ).pipe(
+          Effect.mapError((error) =>
+            new McpRequestError({ server: entry.name, detail: `The MCP prompt ${key} failed: ${errorText(error)}` })
+          )
+        )
+        const messages: Array<McpPromptMessage> = []
+        for (const message of result.messages) {
+          const text = promptText(message.content)
+          if (text !== undefined) messages.push({ role: message.role, text })
+        }
+        return { ...(result.description === undefined ? {} : { description: result.description }), messages }
+      }
+      const server = key.includes(":") ? key.slice(0, key.indexOf(":")) : key
+      return yield* new McpRequestError({ server, detail: `No connected MCP server offers the prompt ${key}.` })
+    })
+
+    const listResources = (entry: ServerEntry, connection: Connection) =>
+      (connection.client.getServerCapabilities()?.resources
+        ? request(entry, (signal) =>
+          paginate(async (cursor) => {
+            const page = await connection.client.listResources(cursor ? { cursor } : {}, { signal, timeout: entry.timeout })
+            return { items: page.resources, nextCursor: page.nextCursor }
+          })
+        )
+        : Effect.succeed([])).pipe(
+          Effect.map((resources) =>
+            resources.map((resource): McpResource => ({
+              server: entry.name,
+              uri: resource.uri,
+              name: resource.name,
+              ...(resource.mimeType === undefined ? {} : { mimeType: resource.mimeType }),
+              ...(resource.description === undefined ? {} : { description: resource.description })
+            }))
+          ),
+          Effect.mapError((error) =>
+            new McpRequestError({ server: entry.name, detail: `Listing the resources of ${entry.name} failed: ${errorText(error)}` })
+          )
+        )
+
+    const resources = Effect.fn("Mcp.resources")(function*(server?: string) {
+      if (server !== undefined) {
+        const { entry, connection } = yield* connectionOf(server)
+        return yield* listResources(entry, connection)
+      }
+      const lists = yield* Effect.forEach(
+        yield* connections,
+        ({ entry, connection }) =>
+          listResources(entry, connection).pipe(
+            Effect.tapError((error) => Effect.logWarning(error.detail)),
+            Effect.orElseSucceed(() => [])
+          ),
+        { concurrency: "unbounded" }
+      )
+      return lists.flat() as ReadonlyArray<McpResource>
+    })
+
+    const readResource = Effect.fn("Mcp.readResource")(function*(server: string, uri: string) {
+      const { entry, connection } = yield* connectionOf(server)
+      const result = yield* request(
+        entry,
+        (signal) => connection.client.readResource({ uri }, { signal, timeout: entry.timeout })
+      ).pipe(
+        Effect.mapError((error) =>
+          new McpRequestError({ server: entry.name, detail: `Reading ${uri} from ${entry.name} failed: ${errorText(error)}` })
+        )
+      )
+      return result.contents.map((content): McpResourceContent => ({
+        uri: content.uri,
+        ...(content.mimeType === undefined ? {} : { mimeType: content.mimeType }),
+        ...("text" in content && typeof content.text === "string" ? { text: content.text } : {}),
+        ...("blob" in content && typeof content.blob === "string" ? { blob: content.blob } : {})
+      }))
+    })
+
+    const instructions = Effect.fn("Mcp.instructions")(function*() {
+      const all: Array<McpInstructions> = []
+      for (const { entry, connection } of yield* connections) {
+        const text = connection.client.getInstructions()?.trim()
+        if (text) all.push({ server: entry.name, text })
+      }
+      return all as ReadonlyArray<McpInstructions>
+    })
+
+    return { tools, ready, status, prompts, getPrompt, resources, readResource, instructions }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+const graceFromEnv = (value: string | undefined): number => {
+  const parsed = value === undefined ? Number.NaN : Number(value)
+  return Number.isFinite(parsed) && parsed >= 0 ? parsed : DEFAULT_GRACE_MS
+}
+
+/** The text a prompt message carries, if any. */
+const promptText = (content: ContentBlock): string | undefined => {
+  if (content.type === "text") return content.text
+  if (content.type === "resource" && "text" in content.resource && typeof content.resource.text === "string") {
+    return content.resource.text
+  }
+  return undefined
+}
+
+/** A request to a server under its timeout; interruption cancels it. */
+const request = <A>(entry: ServerEntry, run: (signal: AbortSignal) => Promise<A>) =>
+  Effect.tryPromise({ try: run, catch: (error) => error }).pipe(
+    Effect.timeoutFail({
+      duration: Duration.millis(entry.timeout + 1_000),
+      onTimeout: () => new McpError(ErrorCode.RequestTimeout, `no answer within ${entry.timeout} ms`)
+    })
+  )
+
+const paginate = async <T>(
+  page: (cursor: string | undefined) => Promise<{ items: ReadonlyArray<T>; nextCursor?: string | undefined }>
+): Promise<ReadonlyArray<T>> => {
+  const all: Array<T> = []
+  let cursor: string | undefined
+  // A bound, so a server that keeps returning a cursor cannot hold the connection forever.
+  for (let pages = 0; pages < 100; pages++) {
+    const result = await page(cursor)
+    all.push(...result.items)
+    if (!result.nextCursor || result.nextCursor === cursor) break
+    cursor = result.nextCursor
+  }
+  return all
+}
+
+const specOf = (config: McpConfig, instance: Instance["Type"]): LocalSpec | RemoteSpec | undefined => {
+  if (!("type" in config)) return undefined
+  if (config.type === "remote") return { type: "remote", url: config.url, headers: { ...config.headers } }
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(instance.env)) if (value !== undefined) env[key] = value
+  Object.assign(env, config.environment)
+  const [command, ...args] = config.command
+  return {
+    type: "local",
+    command,
+    args,
+    cwd: config.cwd === undefined ? instance.directory : path.resolve(instance.directory, config.cwd),
+    env
+  }
+}
+
+/** The SDK's `connect` (spawn or first request, then `initialize`) under the connect timeout. */
+const handshake = (client: Client, transport: Transport, timeout: number) =>
+  Effect.tryPromise({ try: (signal) => client.connect(transport, { signal, timeout }), catch: (error) => error }).pipe(
+    Effect.timeoutFail({
+      duration: Duration.millis(timeout),
+      onTimeout: () => new McpError(ErrorCode.RequestTimeout, "connect timed out")
+    })
+  )
+
+const closeClient = (client: Client) =>
+  Effect.promise(() => client.close().catch(() => undefined)).pipe(Effect.timeout("5 seconds"), Effect.ignore)
+
+const connectLocal = (spec: LocalSpec, timeout: number, makeClient: () => Client) =>
+  Effect.gen(function*() {
+    if (!isDirectory(spec.cwd)) {
+      return yield* new ConnectFailure({ reason: `the working directory ${spec.cwd} does not exist`, auth: false })
+    }
+    const transport = new ChildProcessTransport(spec)
+    const client = makeClient()
+    // Closing the transport kills the process (and its process group): on a failed attempt and on scope close.
+    yield* Effect.addFinalizer(() =>
+      closeClient(client).pipe(Effect.zipRight(Effect.promise(() => transport.close())))
+    )
+    const result = yield* Effect.either(handshake(client, transport, timeout))
+    if (Either.isLeft(result)) {
+      const error = result.left
+      const reason = transport.spawnError
+        ? (transport.spawnError as NodeJS.ErrnoException).code === "ENOENT"
+          ? `command not found: ${spec.command}`
+          : `cannot start ${spec.command}: ${transport.spawnError.message}`
+        : isTimeout(error)
+        ? `the server did not answer initialize within ${timeout} ms`
+        : error instanceof McpError && error.code === ErrorCode.ConnectionClosed
+        ? `the server stopped during initialize: ${transport.describeExit()}`
+        : `initialize failed: ${errorText(error)}`
+      return yield* new ConnectFailure({ reason, auth: false })
+    }
+    return { client, describeClose: () => transport.describeExit() }
+  })
+
+const connectRemote = (spec: RemoteSpec, timeout: number, makeClient: () => Client) =>
+  Effect.gen(function*() {
+    let url: URL
+    try {
+      url = new URL(spec.url)
+    } catch {
+      return yield* new ConnectFailure({ reason: `invalid url: ${spec.url}`, auth: false })
+    }
+    const describe = (error: unknown) =>
+      isTimeout(error) ? `no answer to initialize within ${timeout} ms` : errorText(error)
+    const authFailure = new ConnectFailure({
+      reason: "the server requires authorization (HTTP 401); run the MCP auth flow for it",
+      auth: true
+    })
+
+    const streamable = new StreamableHTTPClientTransport(url, { requestInit: { headers: spec.headers } })
+    const first = makeClient()
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => streamable.terminateSession().catch(() => undefined)).pipe(
+        Effect.timeout("1 second"),
+        Effect.ignore,
+        Effect.zipRight(closeClient(first))
+      )
+    )
+    const viaStreamable = yield* Effect.either(handshake(first, streamable, timeout))
+    if (Either.isRight(viaStreamable)) return { client: first, describeClose: () => "the connection was closed" }
+    if (isAuthError(viaStreamable.left)) return yield* authFailure
+    // A server that does not answer at all will not answer over SSE either.
+    if (isTimeout(viaStreamable.left)) {
+      return yield* new ConnectFailure({ reason: describe(viaStreamable.left), auth: false })
+    }
+
+    const sse = new SSEClientTransport(url, { requestInit: { headers: spec.headers } })
+    const second = makeClient()
+    yield* Effect.addFinalizer(() => closeClient(second))
+    const viaSse = yield* Effect.either(handshake(second, sse, timeout))
+    if (Either.isRight(viaSse)) return { client: second, describeClose: () => "the connection was closed" }
+    if (isAuthError(viaSse.left)) return yield* authFailure
+    return yield* new ConnectFailure({
+      reason: `Streamable HTTP: ${describe(viaStreamable.left)}; SSE: ${describe(viaSse.left)}`,
+      auth: false
+    })
+  })
+
+const isDirectory = (dir: string) => {
+  try {
+    return fs.statSync(dir).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// stdio transport
+
+/**
+ * Newline-delimited JSON-RPC over a child's stdin/stdout, like the SDK's stdio transport, but
+ * the server runs in its own process group so closing kills wrapper scripts' children too,
+ * and the tail of its stderr is kept to say why it died.
+ */
+class ChildProcessTransport implements Transport {
+  onclose?: (() => void) | undefined
+  onerror?: ((error: Error) => void) | undefined
+  onmessage?: ((message: JSONRPCMessage) => void) | undefined
+
+  spawnError: Error | undefined
+  private child: ChildProcess | undefined
+  private readonly buffer = new ReadBuffer()
+  private stderrTail = ""
+  private exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined
+  private finished = false
+  private closing: Promise<void> | undefined
+  private readonly done: Promise<void>
+  private markDone: () => void = () => {}
+  private readonly group = process.platform !== "win32"
+
+  constructor(private readonly spec: LocalSpec) {
+    this.done = new Promise((resolve) => (this.markDone = resolve))
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid
+  }
+
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.spec.command, [...this.spec.args], {
+        cwd: this.spec.cwd,
+        env: this.spec.env,
+        stdio: ["pipe", "pipe", "pipe"],
+        detached: this.group,
+        windowsHide: true
+      })
+      this.child = child
+      let started = false
+      child.once("spawn", () => {
+        started = true
+        resolve()
+      })
+      child.on("error", (error) => {
+        if (!started) {
+          this.spawnError = error
+          reject(error)
+        } else {
+          this.onerror?.(error)
+        }
+      })
+      child.once("exit", (code, signal) => {
+        this.exit = { code, signal }
+        // A grandchild may keep stdout open; do not wait for it to report the death.
+        setTimeout(() => this.finish(), 100).unref()
+      })
+      child.once("close", (code, signal) => {
+        this.exit ??= { code, signal }
+        this.finish()
+      })
+      child.stdin?.on("error", (error) => this.onerror?.(error))
+      child.stdout?.on("data", (chunk: Buffer) => {
+        this.buffer.append(chunk)
+        for (;;) {
+          let message: JSONRPCMessage | null
+          try {
+            message = this.buffer.readMessage()
+          } catch (error) {
+            this.onerror?.(error instanceof Error ? error : new Error(String(error)))
+            continue
+          }
+          if (message === null) break
+          this.onmessage?.(message)
+        }
+      })
+      child.stderr?.on("data", (chunk: Buffer) => {
+        this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-2_000)
+      })
+    })
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const stdin = this.child?.stdin
+      if (!stdin || this.finished) return reject(new Error("Not connected"))
+      if (stdin.write(serializeMessage(message))) resolve()
+      else stdin.once("drain", resolve)
+    })
+  }
+
+  /** Why the process ended, with the end of what it wrote to stderr. */
+  describeExit(): string {
+    const exit = this.exit
+    const how = exit === undefined
+      ? "the server closed the connection"
+      : exit.signal
+      ? `the server process was killed by ${exit.signal}`
+      : `the server process exited with code ${exit.code}`
+    const stderr = this.stderrTail.trim()
+    return stderr ? `${how}: ${stderr.split("\n").slice(-5).join("\n")}` : how
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutdown()
+    return this.closing
+  }
+
+  private finish() {
+    if (this.finished) return
+    this.finished = true
+    this.buffer.clear()
+    this.markDone()
+    this.onclose?.()
+  }
+
+  private async shutdown() {
+    const child = this.child
+    if (!child || child.pid === undefined) return
+    const pid = child.pid
+    const wait = (ms: number) =>
+      Promise.race([this.done.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())])
+    const kill = (signal: NodeJS.Signals) => {
+      try {
+        if (this.group) process.kill(-pid, signal)
+        else child.kill(signal)
+      } catch {
+        // already gone
+      }
+    }
+    try {
+      child.stdin?.end()
+    } catch {
+      // ignore
+    }
+    if (this.exit === undefined && !(await wait(200))) {
+      kill("SIGTERM")
+      if (!(await wait(2_000))) {
+        kill("SIGKILL")
+        await wait(1_000)
+      }
+    }
+    // Whatever the server left behind in its process group (children of a wrapper script).
+    if (this.group && groupAlive(pid)) {
+      kill("SIGTERM")
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      if (groupAlive(pid)) kill("SIGKILL")
+    }
+    this.finish()
+  }
+}
+
+const groupAlive = (pgid: number) => {
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
