@@ -1,40 +1,19 @@
-import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
-import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { DeniedError, type PermissionConfig, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Instance } from "../../src/Instance.js"
-import * as Permission from "../../src/Permission.js"
+
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
 import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
 
-type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
-
 /** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */
-const makeContext = (options: { permission?: PermissionConfig } = {}) => {
-  const asks: Array<AskRequest> = []
-  const ruleset = Permission.fromConfig(options.permission ?? { "*": "allow" })
-  const context: Tool.ToolContext = {
-    sessionID: "ses_patch" as SessionID,
-    messageID: "msg_test" as MessageID,
-    callID: "call_test",
-    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
-    abort: new AbortController().signal,
-    ask: (request) =>
-      Effect.suspend(() => {
-        asks.push(request)
-        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
-        return denied === undefined
-          ? Effect.void
-          : Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
-      }),
-    metadata: () => Effect.void
-  }
-  return { context, asks }
-}
+const makeContext = (options: { permission?: PermissionConfig } = {}) =>
+  TestToolContext.make({ ...options, sessionID: "ses_patch" })
 
 const setup = Effect.gen(function*() {
   const box = yield* TestInstance.sandbox()

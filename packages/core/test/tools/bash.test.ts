@@ -1,12 +1,12 @@
-import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
-import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { DeniedError, type PermissionConfig, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ConfigService } from "../../src/ConfigService.js"
 import { Instance } from "../../src/Instance.js"
-import * as Permission from "../../src/Permission.js"
+
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import type * as Tool from "../../src/Tool.js"
@@ -14,8 +14,6 @@ import * as ToolModule from "../../src/Tool.js"
 import { ToolExecutionError } from "../../src/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
 import { Truncation } from "../../src/Truncate.js"
-
-type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
 
 interface Update {
   readonly at: number
@@ -37,29 +35,7 @@ const setup = (options: { readonly env?: Record<string, string> } = {}) =>
  * A ToolContext that records asks and metadata updates. Asks are decided by `permission`
  * rules the way PermissionService decides them: any denied pattern fails the call.
  */
-const makeContext = (permission: PermissionConfig = { "*": "allow" }) => {
-  const asks: Array<AskRequest> = []
-  const updates: Array<Update> = []
-  const controller = new AbortController()
-  const ruleset = Permission.fromConfig(permission)
-  const context: Tool.ToolContext = {
-    sessionID: "ses_test" as SessionID,
-    messageID: "msg_test" as MessageID,
-    callID: "call_test",
-    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
-    abort: controller.signal,
-    ask: (request) =>
-      Effect.suspend(() => {
-        asks.push(request)
-        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
-        return denied === undefined
-          ? Effect.void
-          : Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
-      }),
-    metadata: (update) => Effect.sync(() => void updates.push({ at: Date.now(), metadata: update.metadata ?? {} }))
-  }
-  return { context, asks, updates, controller }
-}
+const makeContext = (permission: PermissionConfig = { "*": "allow" }) => TestToolContext.make({ permission, sessionID: "ses_test" })
 
 const run = (tool: Tool.AnyTool, params: Record<string, unknown>, context: Tool.ToolContext) =>
   tool.execute({ description: "Runs a test command", ...params }, context)

@@ -1,12 +1,12 @@
 import { readDeps } from "./deps.js"
-import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
-import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { DeniedError, type PermissionConfig, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Instance } from "../../src/Instance.js"
-import * as Permission from "../../src/Permission.js"
+
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
@@ -14,34 +14,14 @@ import * as Edit from "../../src/tools/Edit.js"
 import * as FileLock from "../../src/tools/FileLock.js"
 import * as Read from "../../src/tools/Read.js"
 
-type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
-
 /**
  * A ToolContext that records asks and answers them from `permission` rules (deny fails the call);
  * `onAsk` runs inside each ask, e.g. to look at the disk while the user is being asked.
  */
 const makeContext = (
-  options: { permission?: PermissionConfig; sessionID?: string; onAsk?: (request: AskRequest) => Effect.Effect<void> } = {}
-) => {
-  const asks: Array<AskRequest> = []
-  const ruleset = Permission.fromConfig(options.permission ?? { "*": "allow" })
-  const context: Tool.ToolContext = {
-    sessionID: (options.sessionID ?? `ses_edit_${Math.random()}`) as SessionID,
-    messageID: "msg_test" as MessageID,
-    callID: "call_test",
-    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
-    abort: new AbortController().signal,
-    ask: (request) =>
-      Effect.gen(function*() {
-        asks.push(request)
-        if (options.onAsk) yield* options.onAsk(request)
-        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
-        if (denied !== undefined) return yield* Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
-      }),
-    metadata: () => Effect.void
-  }
-  return { context, asks }
-}
+  options: { permission?: PermissionConfig; sessionID?: string; onAsk?: (request: TestToolContext.AskRequest) => Effect.Effect<void> } = {}
+) =>
+  TestToolContext.make({ ...options, sessionID: options.sessionID ?? `ses_edit_${Math.random()}` })
 
 const setup = Effect.gen(function*() {
   const box = yield* TestInstance.sandbox()

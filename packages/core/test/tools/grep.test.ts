@@ -1,10 +1,10 @@
-import { Agent, DeniedError, type MessageID, type SessionID, type ToolPart } from "@agent/domain"
-import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { DeniedError, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Identifier from "../../src/Identifier.js"
+
 import { Instance } from "../../src/Instance.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
@@ -15,28 +15,7 @@ import * as Grep from "../../src/tools/Grep.js"
 
 const hasRg = FileSearch.findRipgrep(process.env.PATH) !== undefined
 
-type Ask = Parameters<Tool.ToolContext["ask"]>[0]
-
-const makeContext = (deny: ReadonlyArray<string> = []) => {
-  const asked: Array<Ask> = []
-  const controller = new AbortController()
-  const context: Tool.ToolContext = {
-    sessionID: Identifier.descending("session") as SessionID,
-    messageID: Identifier.ascending("message") as MessageID,
-    callID: "call_1",
-    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
-    abort: controller.signal,
-    ask: (request) =>
-      Effect.suspend(() => {
-        asked.push(request)
-        return deny.includes(request.permission)
-          ? Effect.fail(new DeniedError({ permission: request.permission, pattern: request.patterns[0] ?? "*", rules: [] }))
-          : Effect.void
-      }),
-    metadata: () => Effect.void
-  }
-  return { context, asked, controller }
-}
+const makeContext = (deny: ReadonlyArray<string> = []) => TestToolContext.make({ deny })
 
 const write = (file: string, content: string | Buffer = "x\n") => {
   fs.mkdirSync(path.dirname(file), { recursive: true })

@@ -1,6 +1,6 @@
 import { readDeps } from "./deps.js"
-import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID, type ToolPart } from "@agent/domain"
-import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
+import { DeniedError, type PermissionConfig, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
@@ -12,30 +12,9 @@ import * as Tool from "../../src/Tool.js"
 import * as FileTimes from "../../src/tools/FileTimes.js"
 import * as Read from "../../src/tools/Read.js"
 
-type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
-
 /** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */
-const makeContext = (permission: PermissionConfig = { "*": "allow" }, sessionID = "ses_read") => {
-  const asks: Array<AskRequest> = []
-  const ruleset = Permission.fromConfig(permission)
-  const context: Tool.ToolContext = {
-    sessionID: sessionID as SessionID,
-    messageID: "msg_test" as MessageID,
-    callID: "call_test",
-    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
-    abort: new AbortController().signal,
-    ask: (request) =>
-      Effect.suspend(() => {
-        asks.push(request)
-        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
-        return denied === undefined
-          ? Effect.void
-          : Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
-      }),
-    metadata: () => Effect.void
-  }
-  return { context, asks }
-}
+const makeContext = (permission: PermissionConfig = { "*": "allow" }, sessionID = "ses_read") =>
+  TestToolContext.make({ permission, sessionID })
 
 const setup = (options: TestInstance.TestInstanceOptions = {}) =>
   Effect.gen(function*() {

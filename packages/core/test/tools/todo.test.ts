@@ -1,36 +1,15 @@
-import { Agent, DeniedError, type MessageID, type SessionID, type ToolPart } from "@agent/domain"
-import { ScriptedModel, TestRuntime } from "@agent/testing"
+import { DeniedError, type SessionID, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import { Bus } from "../../src/Bus.js"
-import * as Identifier from "../../src/Identifier.js"
+
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
-import type * as Tool from "../../src/Tool.js"
 import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as Todo from "../../src/tools/Todo.js"
 
-type Ask = Parameters<Tool.ToolContext["ask"]>[0]
-
-const makeContext = (sessionID: SessionID, deny: ReadonlyArray<string> = []) => {
-  const asked: Array<Ask> = []
-  const context: Tool.ToolContext = {
-    sessionID,
-    messageID: Identifier.ascending("message") as MessageID,
-    callID: "call_1",
-    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
-    abort: new AbortController().signal,
-    ask: (request) =>
-      Effect.suspend(() => {
-        asked.push(request)
-        return deny.includes(request.permission)
-          ? Effect.fail(new DeniedError({ permission: request.permission, pattern: "*", rules: [] }))
-          : Effect.void
-      }),
-    metadata: () => Effect.void
-  }
-  return { context, asked }
-}
+const makeContext = (sessionID: SessionID, deny: ReadonlyArray<string> = []) => TestToolContext.make({ sessionID, deny })
 
 const plan = [
   { content: "Read the failing test", status: "completed", priority: "high" },

@@ -1,32 +1,16 @@
-import { Agent, type MessageID, type SessionID, type ToolPart } from "@agent/domain"
-import { ScriptedModel, TestRuntime } from "@agent/testing"
+import { type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Identifier from "../../src/Identifier.js"
+
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
-import type * as Tool from "../../src/Tool.js"
 import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as WebFetch from "../../src/tools/WebFetch.js"
 
-type Ask = Parameters<Tool.ToolContext["ask"]>[0]
-
-const makeContext = () => {
-  const asked: Array<Ask> = []
-  const controller = new AbortController()
-  const context: Tool.ToolContext = {
-    sessionID: Identifier.descending("session") as SessionID,
-    messageID: Identifier.ascending("message") as MessageID,
-    callID: "call_1",
-    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
-    abort: controller.signal,
-    ask: (request) => Effect.sync(() => void asked.push(request)),
-    metadata: () => Effect.void
-  }
-  return { context, asked, controller }
-}
+const makeContext = () => TestToolContext.make()
 
 const PAGE = `<!doctype html>
 <html><head><title>Docs page</title><style>body { color: red }</style>
