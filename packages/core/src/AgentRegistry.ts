@@ -13,9 +13,10 @@ import { ConfigService } from "./ConfigService.js"
 import { Instance, type InstanceInfo } from "./Instance.js"
 import * as Permission from "./Permission.js"
 import * as Prompts from "./Prompts.js"
+import { toolOutputDirectory } from "./Truncate.js"
 
 /** Where large tool outputs are saved; every agent may read them back. */
-export const toolOutputGlob = (instance: InstanceInfo) => path.join(instance.paths.data, "tool-output", "*")
+export const toolOutputGlob = (instance: InstanceInfo) => path.join(toolOutputDirectory(instance), "*")
 
 /** The ruleset every agent starts from. */
 export const defaultRules = (instance: InstanceInfo): PermissionRuleset =>

@@ -105,7 +105,8 @@ const configError = (file: string, detail: string, line?: number, key?: string):
 const makeSource = (file: string, key: Path, line: number | undefined): ConfigSource =>
   line === undefined ? { file, key: key.join(".") } : { file, key: key.join("."), line }
 
-const isEnvFlag = (value: string | undefined): boolean =>
+/** An environment switch is on unless unset, empty, "0" or "false". */
+export const isEnvFlag = (value: string | undefined): boolean =>
   value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false"
 
 /** Maps character offsets of a text to 1-based line numbers. */

@@ -2,9 +2,10 @@ import { Context, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { ConfigService } from "./ConfigService.js"
+import { ConfigService, isEnvFlag } from "./ConfigService.js"
 import { Instance } from "./Instance.js"
 import type { InstanceInfo } from "./Instance.js"
+import { isWithin as within } from "./tools/ExternalDirectory.js"
 
 /**
  * Instruction files for the system prompt and for files the agent reads.
@@ -69,13 +70,7 @@ const CLAIM_MESSAGES = 200
 /** URL contents fetched by any loader in this process. */
 const urlCache = new Map<string, string>()
 
-const isEnvFlag = (value: string | undefined): boolean =>
-  value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false"
 
-const within = (child: string, parent: string): boolean => {
-  const relative = path.relative(parent, child)
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative))
-}
 
 /** Directories from `start` up to `stop` (inclusive), nearest first; just `start` when outside `stop`. */
 const upward = (start: string, stop: string): Array<string> => {

@@ -9,6 +9,7 @@ import { Instance } from "./Instance.js"
 import type { InstanceInfo } from "./Instance.js"
 import * as Permission from "./Permission.js"
 import * as Prompts from "./Prompts.js"
+import { isWithin as within } from "./tools/ExternalDirectory.js"
 
 /** A skill: a `SKILL.md` whose front matter names and describes it. */
 export interface Skill {
@@ -179,10 +180,6 @@ interface SkillRoot {
   readonly depth: "children" | "recursive"
 }
 
-const within = (child: string, parent: string): boolean => {
-  const relative = path.relative(parent, child)
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative))
-}
 
 /** Every place skills may live, highest precedence first (see `SkillRegistry`). */
 export const skillRoots = (

@@ -1,21 +1,12 @@
 import { Cassette, ScriptedModel, type ScriptedTurn, TestInstance } from "@agent/testing"
 import { APICallError, type LanguageModelV3StreamPart } from "@ai-sdk/provider"
 import { describe, expect, it } from "@effect/vitest"
-import { jsonSchema, stepCountIs, streamText, tool } from "ai"
+import { stepCountIs, streamText } from "ai"
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import { collect, collectUntilFailure, quiet } from "./support.js"
+import { collect, collectUntilFailure, quiet, readTool } from "./support.js"
 
-const readTool = tool({
-  description: "Read a file",
-  inputSchema: jsonSchema<{ path: string }>({
-    type: "object",
-    properties: { path: { type: "string" } },
-    required: ["path"]
-  }),
-  execute: async ({ path }) => `contents of ${path}`
-})
 
 const conversation = (): Array<ScriptedTurn> => [
   [

@@ -2,22 +2,13 @@ import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import { APICallError } from "@ai-sdk/provider"
 import { describe, expect, it } from "@effect/vitest"
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from "ai"
+import { generateText, stepCountIs, streamText } from "ai"
 import { Effect } from "effect"
-import { collect, collectUntilFailure, quiet, timed } from "./support.js"
+import { collect, collectUntilFailure, quiet, readTool, timed } from "./support.js"
 
 const chatModel = (server: MockOpenAIServer.MockOpenAIServer, includeUsage = true) =>
   createOpenAICompatible({ name: "mock", baseURL: server.url, apiKey: "test-key", includeUsage }).chatModel("gpt-mock")
 
-const readTool = tool({
-  description: "Read a file",
-  inputSchema: jsonSchema<{ path: string }>({
-    type: "object",
-    properties: { path: { type: "string" } },
-    required: ["path"]
-  }),
-  execute: async ({ path }) => `contents of ${path}`
-})
 
 const errorsOf = (parts: ReadonlyArray<{ type: string }>): Array<unknown> =>
   parts.flatMap((part) => part.type === "error" && "error" in part ? [part.error] : [])

@@ -1,19 +1,10 @@
 import { ScriptedModel } from "@agent/testing"
 import { APICallError } from "@ai-sdk/provider"
 import { describe, expect, it } from "@effect/vitest"
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from "ai"
+import { generateText, stepCountIs, streamText } from "ai"
 import { Effect } from "effect"
-import { collect, collectUntilFailure, quiet, timed, toolOutputs } from "./support.js"
+import { collect, collectUntilFailure, quiet, readTool, timed, toolOutputs } from "./support.js"
 
-const readTool = tool({
-  description: "Read a file",
-  inputSchema: jsonSchema<{ path: string }>({
-    type: "object",
-    properties: { path: { type: "string" } },
-    required: ["path"]
-  }),
-  execute: async ({ path }) => `contents of ${path}`
-})
 
 /** The error parts of a `fullStream`. */
 const errorsOf = (parts: ReadonlyArray<{ type: string }>): Array<unknown> =>

@@ -1,4 +1,5 @@
 import type { LanguageModelV3Prompt } from "@ai-sdk/provider"
+import { jsonSchema, tool } from "ai"
 import { Effect } from "effect"
 
 /** Every element of an async iterable (Node 20 has no `Array.fromAsync`). */
@@ -42,3 +43,14 @@ export const collectUntilFailure = <A>(
 
 /** `streamText`'s default `onError` logs to the console; tests that expect errors silence it. */
 export const quiet = { onError: () => {} } as const
+
+/** A tool the SDK runs itself, for tests that drive `streamText` across several steps. */
+export const readTool = tool({
+  description: "Read a file",
+  inputSchema: jsonSchema<{ path: string }>({
+    type: "object",
+    properties: { path: { type: "string" } },
+    required: ["path"]
+  }),
+  execute: async ({ path }) => `contents of ${path}`
+})

@@ -25,7 +25,8 @@ export const realPath = (target: string): string => {
   }
 }
 
-const within = (child: string, parent: string) => {
+/** Whether `child` is `parent` or lies below it (plain path arithmetic, no symlinks resolved). */
+export const isWithin = (child: string, parent: string): boolean => {
   const relative = path.relative(parent, child)
   return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative))
 }
@@ -34,7 +35,7 @@ const within = (child: string, parent: string) => {
 export const isInsideProject = (instance: InstanceInfo, target: string): boolean => {
   const real = realPath(target)
   const roots = [instance.directory, instance.worktree].map(realPath)
-  return roots.some((root) => within(real, root))
+  return roots.some((root) => isWithin(real, root))
 }
 
 /**
