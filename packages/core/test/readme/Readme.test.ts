@@ -1,0 +1,17 @@
+// The README's testing example, run as written, so it stays true.
+import { ScriptedModel, TestRuntime } from "@agent/testing"
+import { expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionStore } from "../../src/SessionStore.js"
+
+it.scopedLive("reads a file", () =>
+  Effect.gen(function*() {
+    const model = ScriptedModel.make([[ScriptedModel.toolCall("read", { filePath: "a.ts" })], "Done."])
+    const { layer } = yield* TestRuntime.make({ model, files: { "project/a.ts": "export {}" } })
+    const outcome = yield* Effect.gen(function*() {
+      const session = yield* (yield* SessionStore).create()
+      return yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "read a.ts" }] })
+    }).pipe(Effect.provide(layer))
+    expect(outcome.reason).toBe("completed")
+  }))
