@@ -12,7 +12,7 @@ import {
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
 import type { ContentBlock, JSONRPCMessage, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Data, Deferred, Duration, Effect, Either, Exit, Layer, Queue, Ref, Runtime, Schema, type Scope } from "effect"
+import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Queue, Ref, Runtime, Schema, type Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -240,7 +240,10 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
             detail: `The MCP server ${entry.name} is not connected (${statusText(yield* statusOf(entry.name))}), so ${tool} cannot be called right now.`
           })
         }
-        const run = Runtime.runFork(yield* Effect.runtime<never>())
+        const fork = Runtime.runFork(yield* Effect.runtime<never>())
+        // Progress arrives on the SDK's callback; every report is recorded before the result is returned.
+        const reports: Array<Fiber.RuntimeFiber<void>> = []
+        const run = (effect: Effect.Effect<void>) => void reports.push(fork(effect))
         return yield* Effect.tryPromise({
           try: (signal) =>
             connection.client.callTool({ name: tool, arguments: args }, undefined, {
@@ -259,6 +262,7 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
             }),
           catch: (error) => error
         }).pipe(
+          Effect.ensuring(Effect.suspend(() => Fiber.awaitAll(reports))),
           Effect.catchAll((error) =>
             Effect.gen(function*() {
               let detail: string
