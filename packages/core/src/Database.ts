@@ -8,7 +8,9 @@ import { Instance } from "./Instance.js"
 import initial from "./migrations/0001_initial.js"
 
 /** Migrations are bundled as code (not read from a folder), so a bundled CLI still has them. */
-const migrations = SqliteMigrator.fromRecord({ "0001_initial": initial })
+const records = { "0001_initial": initial }
+const migrations = SqliteMigrator.fromRecord(records)
+const latestKnown = Math.max(...Object.keys(records).map((key) => Number.parseInt(key, 10)))
 
 export class StorageError extends Error {
   override readonly name = "StorageError"
@@ -25,6 +27,14 @@ const sqliteCode = (error: unknown): string | undefined => {
     current = (current as { cause?: unknown }).cause
   }
   return undefined
+}
+
+/** The SqlError's own message plus what SQLite said, e.g. "Failed to prepare statement: database is locked". */
+const describe = (error: SqlError.SqlError): string => {
+  const cause = error.cause as { message?: unknown; code?: unknown } | undefined
+  const detail = typeof cause?.message === "string" ? cause.message : undefined
+  const code = sqliteCode(error)
+  return [error.message.trim(), detail && `${detail}${code ? ` (${code})` : ""}`].filter(Boolean).join(": ")
 }
 
 export const isBusy = (error: unknown): boolean => {
@@ -49,7 +59,7 @@ export const withBusyRetry = (file: string) =>
         schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
       }),
       Effect.orDieWith((error) =>
-        new StorageError(file, isBusy(error) ? "database is locked by another process; gave up after retrying" : error.message, error)
+        new StorageError(file, isBusy(error) ? "database is locked by another process; gave up after retrying" : describe(error), error)
       )
     )
 
@@ -70,14 +80,27 @@ const pragmas = Effect.gen(function*() {
   yield* sql`PRAGMA foreign_keys = ON`
 })
 
-const migrate = SqliteMigrator.run({ loader: migrations }).pipe(
-  // Several processes may open a new database at once; the loser retries and finds it done.
-  Effect.retry({
-    while: (error) => error._tag === "MigrationError" ? error.reason === "locked" : isBusy(error),
-    schedule: Schedule.spaced("50 millis").pipe(Schedule.intersect(Schedule.recurs(100)))
-  }),
-  Effect.provide(NodeContext.layer)
-)
+/**
+ * Several processes may open a new database at once. The migrator treats "another process is
+ * migrating" as done and returns at once, before that process has committed, so this waits until
+ * the newest migration is visible (and runs the migrator again if the other process gave up).
+ */
+const migrate = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const applied = sql<{ id: number | null }>`SELECT max(migration_id) AS id FROM effect_sql_migrations`.pipe(
+    Effect.map(([row]) => row?.id ?? 0)
+  )
+  yield* SqliteMigrator.run({ loader: migrations }).pipe(
+    Effect.zipRight(applied),
+    Effect.filterOrFail((id) => id >= latestKnown, () => "pending" as const),
+    Effect.retry({
+      while: (error) => error === "pending" || isBusy(error),
+      schedule: Schedule.spaced("50 millis").pipe(Schedule.intersect(Schedule.recurs(200)))
+    }),
+    Effect.catchIf((error) => error === "pending", () =>
+      Effect.fail(new Error("another process started migrating this database and has not finished after 10 s")))
+  )
+}).pipe(Effect.provide(NodeContext.layer))
 
 const open = (filename: string) =>
   Layer.effectDiscard(Effect.zipRight(pragmas, migrate)).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
