@@ -1,2 +1,3 @@
-/** `agent serve` lands here (issue 9). The package builds and is wired into the workspace. */
-export {}
+export * from "./EventHub.js"
+export * from "./Handlers.js"
+export * as Server from "./Server.js"

@@ -1,0 +1,302 @@
+import {
+  AgentRegistry,
+  ConfigService,
+  Identifier,
+  Instance,
+  Mcp,
+  PermissionService,
+  type PromptPartInput,
+  QuestionService,
+  SessionLoop,
+  SessionStore,
+  VERSION
+} from "@agent/core"
+import {
+  AgentApi,
+  BadRequestError,
+  type MessageID,
+  NotFoundError,
+  type PartInput,
+  type PromptBody,
+  type Session,
+  type SessionID
+} from "@agent/domain"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, FiberSet, Layer, Schedule, Stream } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { EventHub, type ServerEvent } from "./EventHub.js"
+
+const MAX_FILE_BYTES = 10 * 1024 * 1024
+const MIME_BY_EXTENSION: Record<string, string> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".pdf": "application/pdf"
+}
+
+/**
+ * Prompt parts as the loop takes them. `file://` urls are read here (text inlined, images
+ * and PDFs as data urls, directories listed), so the model never sees a local path it
+ * cannot open; data and http(s) urls pass through.
+ */
+const toPromptParts = (parts: ReadonlyArray<PartInput>, directory: string) =>
+  Effect.forEach(parts, (part): Effect.Effect<PromptPartInput, BadRequestError> => {
+    switch (part.type) {
+      case "text":
+        return Effect.succeed({ type: "text", text: part.text, ...(part.synthetic ? { synthetic: true } : {}) })
+      case "agent":
+        return Effect.succeed({ type: "agent", name: part.name })
+      case "subtask":
+        return Effect.succeed({
+          type: "subtask",
+          prompt: part.prompt,
+          description: part.description,
+          agent: part.agent,
+          ...(part.model ? { model: part.model } : {})
+        })
+      case "file":
+        return filePart(part, directory)
+    }
+  })
+
+const filePart = (part: Extract<PartInput, { type: "file" }>, directory: string) =>
+  Effect.gen(function*() {
+    const filename = part.filename !== undefined ? { filename: part.filename } : {}
+    if (/^(data|https?):/i.test(part.url)) return { type: "file", mime: part.mime, url: part.url, ...filename } satisfies PromptPartInput
+    if (!part.url.startsWith("file:")) {
+      return yield* BadRequestError.of(`parts: file url must be file://, data: or http(s): — got ${part.url.slice(0, 40)}`)
+    }
+    const absolute = yield* Effect.try(() => path.resolve(directory, fileURLToPath(part.url))).pipe(
+      Effect.mapError(() => BadRequestError.of(`parts: not a valid file url: ${part.url}`))
+    )
+    const stat = yield* Effect.try(() => fs.statSync(absolute)).pipe(
+      Effect.mapError(() => BadRequestError.of(`parts: file not found: ${absolute}`))
+    )
+    if (stat.isDirectory()) {
+      const entries = fs.readdirSync(absolute, { withFileTypes: true })
+        .map((entry) => entry.name + (entry.isDirectory() ? "/" : ""))
+        .sort()
+      return { type: "text", synthetic: true, text: `<directory path="${absolute}">\n${entries.join("\n")}\n</directory>` } satisfies PromptPartInput
+    }
+    if (stat.size > MAX_FILE_BYTES) return yield* BadRequestError.of(`parts: file too large (over 10 MB): ${absolute}`)
+    const mime = MIME_BY_EXTENSION[path.extname(absolute).toLowerCase()]
+    if (mime) {
+      const data = fs.readFileSync(absolute).toString("base64")
+      return { type: "file", mime, url: `data:${mime};base64,${data}`, filename: part.filename ?? path.basename(absolute) } satisfies PromptPartInput
+    }
+    const content = fs.readFileSync(absolute, "utf8")
+    return { type: "text", synthetic: true, text: `<file path="${absolute}">\n${content}\n</file>` } satisfies PromptPartInput
+  })
+
+const notFound = (error: { readonly message: string }) => NotFoundError.of(error.message)
+const badRequest = (error: { readonly message: string }) => BadRequestError.of(error.message)
+
+export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handlers) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    const loop = yield* SessionLoop
+    const permissions = yield* PermissionService
+    const instance = yield* Instance
+    // prompt_async runs outlive their request; the server's scope ends them.
+    const background = yield* FiberSet.make()
+
+    const session = (id: SessionID) => store.get(id).pipe(Effect.mapError(notFound))
+
+    const prompt = (id: SessionID, body: PromptBody) =>
+      Effect.gen(function*() {
+        yield* session(id)
+        const parts = yield* toPromptParts(body.parts, instance.directory)
+        if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
+        const messageID = body.messageID ?? (Identifier.ascending("message") as MessageID)
+        const outcome = yield* loop.prompt({
+          sessionID: id,
+          parts,
+          messageID,
+          ...(body.agent !== undefined ? { agent: body.agent } : {}),
+          ...(body.model !== undefined ? { model: body.model } : {}),
+          ...(body.system !== undefined ? { system: body.system } : {}),
+          ...(body.noReply !== undefined ? { noReply: body.noReply } : {}),
+          ...(body.tools !== undefined ? { tools: body.tools } : {})
+        }).pipe(
+          Effect.catchTags({
+            SessionNotFound: (error) => Effect.fail(notFound(error)),
+            AgentNotFound: (error) => Effect.fail(badRequest(error)),
+            ModelNotConfigured: (error) => Effect.fail(badRequest(error))
+          })
+        )
+        if (outcome.message) return outcome.message
+        // An aborted run has no outcome message: answer with what it left, as it was stored.
+        const messages = yield* store.messages(id)
+        const answer = messages.findLast((message) => message.info.role === "assistant" && message.info.parentID === messageID)
+        return answer ?? (yield* store.getMessage(id, messageID).pipe(Effect.mapError(notFound)))
+      })
+
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const page = yield* store.list({
+            ...(urlParams.search !== undefined ? { search: urlParams.search } : {}),
+            ...(urlParams.limit !== undefined ? { limit: urlParams.limit } : {})
+          })
+          const start = urlParams.start !== undefined ? Number(urlParams.start) : undefined
+          return start !== undefined && Number.isFinite(start) ? page.items.filter((item) => item.time.updated >= start) : page.items
+        }))
+      .handle("create", ({ payload }) =>
+        Effect.gen(function*() {
+          if (payload.parentID) yield* session(payload.parentID)
+          return yield* store.create({
+            ...(payload.parentID !== undefined ? { parentID: payload.parentID } : {}),
+            ...(payload.title !== undefined ? { title: payload.title } : {}),
+            ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
+            ...(payload.model !== undefined ? { model: { id: payload.model.modelID, providerID: payload.model.providerID } } : {}),
+            ...(payload.permission !== undefined ? { permission: payload.permission } : {})
+          })
+        }))
+      .handle("status", () =>
+        loop.statuses().pipe(Effect.map((statuses) => Object.fromEntries(statuses))))
+      .handle("get", ({ path }) => session(path.id))
+      .handle("update", ({ path, payload }) =>
+        store.update(path.id, {
+          ...(payload.title !== undefined ? { title: payload.title } : {}),
+          ...(payload.permission !== undefined ? { permission: payload.permission } : {}),
+          ...(payload.time?.archived !== undefined ? { archived: payload.time.archived } : {})
+        }).pipe(Effect.mapError(notFound)))
+      .handle("delete", ({ path }) =>
+        Effect.gen(function*() {
+          yield* session(path.id)
+          yield* loop.abort(path.id)
+          yield* store.remove(path.id).pipe(Effect.mapError(notFound))
+          return true
+        }))
+      .handle("children", ({ path }) => session(path.id).pipe(Effect.zipRight(store.children(path.id))))
+      .handle("todo", ({ path }) => session(path.id).pipe(Effect.zipRight(store.todos(path.id))))
+      .handle("diff", ({ path }) => session(path.id).pipe(Effect.map((info: Session) => info.summary?.diffs ?? [])))
+      .handle("messages", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          yield* session(path.id)
+          if (urlParams.limit === undefined && urlParams.before === undefined) return yield* store.messages(path.id)
+          const page = yield* store.messagePage(path.id, {
+            limit: urlParams.limit ?? 100,
+            ...(urlParams.before !== undefined ? { before: urlParams.before } : {})
+          })
+          return [...page.items].reverse()
+        }))
+      .handle("prompt", ({ path, payload }) => prompt(path.id, payload))
+      .handle("message", ({ path }) => store.getMessage(path.id, path.messageID).pipe(Effect.mapError(notFound)))
+      .handle("promptAsync", ({ path, payload }) =>
+        Effect.gen(function*() {
+          yield* session(path.id)
+          // Bad parts are the caller's error, reported now rather than lost in the background.
+          yield* toPromptParts(payload.parts, instance.directory)
+          yield* prompt(path.id, payload).pipe(
+            Effect.catchAllCause((cause) => Effect.logError("prompt_async failed", cause)),
+            FiberSet.run(background)
+          )
+        }))
+      .handle("abort", ({ path }) => session(path.id).pipe(Effect.zipRight(loop.abort(path.id)), Effect.as(true)))
+      .handle("fork", ({ path, payload }) =>
+        store.fork(path.id, payload.messageID !== undefined ? { messageID: payload.messageID } : {}).pipe(
+          Effect.mapError(notFound)
+        ))
+      .handle("summarize", ({ path }) =>
+        session(path.id).pipe(
+          Effect.zipRight(loop.compact(path.id)),
+          Effect.catchTags({
+            SessionNotFound: (error) => Effect.fail(notFound(error)),
+            AgentNotFound: (error) => Effect.fail(badRequest(error)),
+            ModelNotConfigured: (error) => Effect.fail(badRequest(error))
+          }),
+          Effect.as(true)
+        ))
+      .handle("respond", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const pending = yield* permissions.list()
+          if (!pending.some((request) => request.id === path.permissionID && request.sessionID === path.id)) {
+            return yield* NotFoundError.of(`no pending permission request ${path.permissionID} in session ${path.id}`)
+          }
+          yield* permissions.reply({
+            requestID: path.permissionID,
+            reply: payload.response,
+            ...(payload.message !== undefined ? { message: payload.message } : {})
+          }).pipe(Effect.mapError(notFound))
+          return true
+        }))
+  }))
+
+export const PermissionHandlers = HttpApiBuilder.group(AgentApi, "permission", (handlers) =>
+  Effect.gen(function*() {
+    const permissions = yield* PermissionService
+    return handlers
+      .handle("list", () => permissions.list())
+      .handle("reply", ({ path, payload }) =>
+        permissions.reply({
+          requestID: path.requestID,
+          reply: payload.reply,
+          ...(payload.message !== undefined ? { message: payload.message } : {})
+        }).pipe(Effect.mapError(notFound), Effect.as(true)))
+  }))
+
+export const QuestionHandlers = HttpApiBuilder.group(AgentApi, "question", (handlers) =>
+  Effect.gen(function*() {
+    const questions = yield* QuestionService
+    return handlers
+      .handle("list", () => questions.list())
+      .handle("reply", ({ path, payload }) =>
+        questions.reply(path.requestID, payload.answers).pipe(Effect.mapError(notFound), Effect.as(true)))
+      .handle("reject", ({ path }) => questions.reject(path.requestID).pipe(Effect.mapError(notFound), Effect.as(true)))
+  }))
+
+export const InstanceHandlers = HttpApiBuilder.group(AgentApi, "instance", (handlers) =>
+  Effect.gen(function*() {
+    const agents = yield* AgentRegistry
+    const config = yield* ConfigService
+    const mcp = yield* Mcp
+    const instance = yield* Instance
+    return handlers
+      .handle("agents", () => agents.list())
+      .handle("config", () => config.get())
+      .handle("mcp", () => mcp.status())
+      .handle("path", () =>
+        Effect.succeed({
+          home: instance.home,
+          state: instance.paths.data,
+          config: instance.paths.config,
+          worktree: instance.worktree,
+          directory: instance.directory
+        }))
+      .handle("health", () => Effect.succeed({ healthy: true as const, version: VERSION }))
+  }))
+
+const encoder = new TextEncoder()
+const frame = (event: ServerEvent) =>
+  encoder.encode(`${event.id !== undefined ? `id: ${event.id}\n` : ""}data: ${JSON.stringify(event)}\n\n`)
+
+export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) =>
+  Effect.gen(function*() {
+    const hub = yield* EventHub
+    return handlers.handleRaw("subscribe", () =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const header = request.headers["last-event-id"]
+        const lastEventId = header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined
+        // The subscription belongs to the stream, so it lives as long as the connection.
+        const events = Stream.unwrapScoped(hub.subscribe(lastEventId))
+        const heartbeat = Stream.fromSchedule(Schedule.spaced("10 seconds")).pipe(
+          Stream.map((): ServerEvent => ({ type: "server.heartbeat", properties: {} }))
+        )
+        const body = Stream.make<Array<ServerEvent>>({ type: "server.connected", properties: {} }).pipe(
+          Stream.concat(Stream.merge(events, heartbeat, { haltStrategy: "left" })),
+          Stream.map(frame)
+        )
+        return HttpServerResponse.stream(body, {
+          contentType: "text/event-stream",
+          headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+        })
+      }))
+  }))
+
+export const ApiHandlers = Layer.mergeAll(SessionHandlers, PermissionHandlers, QuestionHandlers, InstanceHandlers, EventHandlers)
