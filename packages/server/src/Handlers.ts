@@ -191,7 +191,8 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         Effect.gen(function*() {
           yield* session(path.id)
           // Bad parts are the caller's error, reported now rather than lost in the background.
-          yield* toPromptParts(payload.parts, instance.directory)
+          const parts = yield* toPromptParts(payload.parts, instance.directory)
+          if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
           yield* prompt(path.id, payload).pipe(
             Effect.catchAllCause((cause) => Effect.logError("prompt_async failed", cause)),
             FiberSet.run(background)

@@ -11,7 +11,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Effect, Layer, Option } from "effect"
+import { Cause, Effect, Layer, Option } from "effect"
 type ServeError = HttpServerError.ServeError
 import { timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
@@ -67,19 +67,60 @@ const basicAuth = (username: string, password: string) => {
  */
 const guard = (maxBodyBytes: number) =>
   HttpMiddleware.make((app) =>
-    app.pipe(
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      // Refused before a byte is read, so Node drains the body and the client gets the answer.
+      const length = Number(request.headers["content-length"] ?? 0)
+      if (length > maxBodyBytes) {
+        return jsonError(413, "BadRequest", `request body too large: ${length} bytes, the limit is ${maxBodyBytes}`)
+      }
+      const route = `${request.method} ${request.url.split("?")[0]}`
+      if (length > 0 && /json/i.test(request.headers["content-type"] ?? "")) {
+        // The body is read once and cached by the request, so the API's own decoding reuses it.
+        const text = yield* request.text
+        const problem = (() => {
+          try {
+            JSON.parse(text)
+            return undefined
+          } catch (error) {
+            return (error as Error).message
+          }
+        })()
+        if (problem) return jsonError(400, "BadRequest", `malformed JSON body for ${route}: ${problem}`)
+      }
+      const response = yield* app
+      if (response.status < 400 || response.body._tag !== "Empty") return response
+      return jsonError(response.status, response.status === 404 ? "NotFoundError" : "BadRequest", `${response.status} for ${route}`)
+    }).pipe(
       HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
-      Effect.flatMap((response) =>
-        Effect.gen(function*() {
-          if (response.status !== 404 || response.body._tag !== "Empty") return response
-          const request = yield* HttpServerRequest.HttpServerRequest
-          return jsonError(404, "NotFoundError", `no route for ${request.method} ${request.url.split("?")[0]}`)
-        })
-      ),
       Effect.catchAllCause((cause) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          yield* Effect.logWarning(`request failed: ${request.method} ${request.url}`, cause)
+          const route = `${request.method} ${request.url.split("?")[0]}`
+          const failure = Cause.squash(cause) as {
+            _tag?: string
+            reason?: string
+            cause?: unknown
+            issues?: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>
+          }
+          if (failure?._tag === "RouteNotFound") return jsonError(404, "NotFoundError", `no route for ${route}`)
+          if (failure?._tag === "RequestError") {
+            const detail = failure.cause instanceof Error ? failure.cause.message : String(failure.cause ?? failure.reason)
+            if (/maxBytes/i.test(detail)) {
+              return jsonError(413, "BadRequest", `request body too large: the limit is ${maxBodyBytes} bytes`)
+            }
+            return jsonError(400, "BadRequest", `malformed request for ${route}: ${detail}`)
+          }
+          if (failure?._tag === "HttpApiDecodeError") {
+            // Name the field: "parts.0.text: is missing" rather than the whole expected type.
+            const issues = (failure.issues ?? []).map((issue) =>
+              `${issue.path.length > 0 ? issue.path.map(String).join(".") : "body"}: ${issue.message}`
+            )
+            return jsonError(400, "BadRequest", `invalid request for ${route}: ${issues.join("; ") || "does not match the API"}`)
+          }
+          // The API's own errors (not found, bad request) are encoded by it.
+          if (Cause.isFailType(cause) || Cause.failureOption(cause)._tag === "Some") return yield* Effect.failCause(cause)
+          yield* Effect.logWarning(`request failed: ${route}`, cause)
           return jsonError(500, "UnknownError", "the server failed to handle this request; see its log")
         })
       )
@@ -97,20 +138,19 @@ export const layer = (
     ? listen(options.port)
     : listen(DEFAULT_PORT).pipe(Layer.catchAll(() => listen(0)))
 
-  const middleware = (app: HttpApp.Default) => {
-    const guarded = guard(options.maxBodyBytes ?? 10 * 1024 * 1024)(app)
-    const authed = options.password ? basicAuth(options.username ?? "agent", options.password)(guarded) : guarded
-    return authed
-  }
+  // Applied inside the API app, before its errors become responses: CORS outermost (so even a
+  // 401 carries its headers), then auth, then the input guard.
+  const cors = HttpMiddleware.cors({
+    allowedOrigins: (origin) => LOCAL_ORIGIN.test(origin) || extra.has(origin),
+    credentials: true
+  })
+  const auth = options.password ? basicAuth(options.username ?? "agent", options.password) : (app: HttpApp.Default) => app
+  const checks = guard(options.maxBodyBytes ?? 10 * 1024 * 1024)
 
-  return HttpApiBuilder.serve(middleware).pipe(
+  return HttpApiBuilder.serve().pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/doc" })),
-    Layer.provide(
-      HttpApiBuilder.middlewareCors({
-        allowedOrigins: (origin) => LOCAL_ORIGIN.test(origin) || extra.has(origin),
-        credentials: true
-      })
-    ),
+    // `checks` re-fails the API's typed errors so the API encodes them; the type cannot say so.
+    Layer.provide(HttpApiBuilder.middleware((app) => cors(auth(checks(app) as HttpApp.Default)))),
     Layer.provide(HttpApiBuilder.api(AgentApi).pipe(Layer.provide(ApiHandlers))),
     Layer.provide(EventHub.layer(options.events)),
     Layer.provideMerge(http)
