@@ -40,8 +40,13 @@ interface PendingDelta {
 export class EventHub extends Context.Tag("@agent/server/EventHub")<
   EventHub,
   {
-    /** Replayed events after `lastEventId` (when given), then live ones; ends if the client falls behind. */
-    readonly subscribe: (lastEventId?: number) => Effect.Effect<Stream.Stream<ServerEvent>, never, Scope.Scope>
+    /**
+     * Replayed events after `lastEventId` (when given), then live ones; ends if the client falls
+     * behind, and `dropped` completes so the caller can close a connection that is not reading.
+     */
+    readonly subscribe: (
+      lastEventId?: number
+    ) => Effect.Effect<{ readonly events: Stream.Stream<ServerEvent>; readonly dropped: Effect.Effect<void> }, never, Scope.Scope>
     /** How many clients are connected now. */
     readonly clients: () => Effect.Effect<number>
   }
@@ -126,12 +131,13 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
             yield* Effect.addFinalizer(() =>
               Effect.sync(() => clients.delete(client)).pipe(Effect.zipRight(Queue.shutdown(client.queue)))
             )
-            return Stream.fromIterable(replay).pipe(
-              Stream.concat(Stream.fromQueue(client.queue)),
-              Stream.takeUntil((event) => event.type === "server.overflow"),
-              // A client that is not reading cannot even take the final event: cut it off.
-              Stream.interruptWhen(Deferred.await(client.dropped).pipe(Effect.zipRight(Effect.sleep("1 second"))))
-            )
+            return {
+              events: Stream.fromIterable(replay).pipe(
+                Stream.concat(Stream.fromQueue(client.queue)),
+                Stream.takeUntil((event) => event.type === "server.overflow")
+              ),
+              dropped: Deferred.await(client.dropped)
+            }
           })
 
         return EventHub.of({ subscribe, clients: () => Effect.sync(() => clients.size) })

@@ -22,6 +22,7 @@ import {
   type SessionID
 } from "@agent/domain"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect, FiberSet, Layer, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -285,7 +286,16 @@ export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) 
         const header = request.headers["last-event-id"]
         const lastEventId = header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined
         // The subscription belongs to the stream, so it lives as long as the connection.
-        const events = Stream.unwrapScoped(hub.subscribe(lastEventId))
+        const events = Stream.unwrapScoped(Effect.gen(function*() {
+          const subscription = yield* hub.subscribe(lastEventId)
+          // A client that stopped reading cannot even take its final event: close its socket.
+          yield* subscription.dropped.pipe(
+            Effect.zipRight(Effect.sleep("1 second")),
+            Effect.zipRight(Effect.sync(() => NodeHttpServerRequest.toServerResponse(request).destroy())),
+            Effect.forkScoped
+          )
+          return subscription.events
+        }))
         const heartbeat = Stream.fromSchedule(Schedule.spaced("10 seconds")).pipe(
           Stream.map((): ServerEvent => ({ type: "server.heartbeat", properties: {} }))
         )
