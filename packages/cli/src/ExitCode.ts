@@ -17,3 +17,6 @@ export const ExitCode = {
 
 /** Something the user typed cannot work: exit 2 with this message. */
 export class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
+
+/** Set by `agent serve`: there, a signal is the normal way to stop, so it exits 0, not 130. */
+export const shutdown = { graceful: false }

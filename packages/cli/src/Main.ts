@@ -4,7 +4,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Console, Effect, Exit, Layer, Logger, LogLevel } from "effect"
 import { run } from "./Cli.js"
-import { ExitCode } from "./ExitCode.js"
+import { ExitCode, shutdown } from "./ExitCode.js"
 
 /** Errors caused by what the user typed or configured, as opposed to failures while running. */
 const USAGE_ERRORS = new Set(["ConfigError", "DefaultAgentError", "AgentNotFound", "UsageError", "SessionNotFound"])
@@ -40,6 +40,6 @@ export const main = (argv: ReadonlyArray<string>) =>
       NodeRuntime.runMain(effect, {
         // A signal interrupts the program after the run was aborted and reported: exit 130.
         teardown: (exit, onExit) =>
-          onExit(Exit.isFailure(exit) ? (Cause.isInterruptedOnly(exit.cause) ? ExitCode.interrupted : ExitCode.runtime) : Number(process.exitCode ?? 0))
+          onExit(Exit.isFailure(exit) ? (Cause.isInterruptedOnly(exit.cause) ? (shutdown.graceful ? ExitCode.ok : ExitCode.interrupted) : ExitCode.runtime) : Number(process.exitCode ?? 0))
       })
   )
