@@ -1,0 +1,120 @@
+import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
+const { toolCall } = ScriptedModel
+
+interface Served {
+  readonly child: ChildProcess
+  readonly url: string
+  readonly stderr: () => string
+  readonly exited: Promise<number | null>
+}
+
+/** `agent serve` as a user starts it; resolves once it printed its address. */
+const serve = (box: TestInstance.Sandbox, args: ReadonlyArray<string> = [], env: Record<string, string> = {}) =>
+  Effect.acquireRelease(
+    Effect.async<Served>((resume) => {
+      const child = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], {
+        cwd: box.instance.directory,
+        env: { ...box.instance.env, ...env } as NodeJS.ProcessEnv,
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+      child.stdout!.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString()
+        const match = /listening on (http:\/\/\S+)/.exec(stdout)
+        if (match) resume(Effect.succeed({ child, url: match[1]!, stderr: () => stderr, exited }))
+      })
+      child.on("exit", (code) => resume(Effect.die(new Error(`agent serve exited with ${code}: ${stderr}`))))
+    }),
+    (served) => Effect.sync(() => served.child.kill("SIGKILL"))
+  )
+
+/** A project whose config points at the scripted model server; titles come from a second one. */
+const project = (url: string) =>
+  Effect.gen(function*() {
+    const titles = yield* MockOpenAIServer.start(Array.from({ length: 5 }, () => "A title"))
+    return yield* TestInstance.sandbox({
+      files: {
+        "project/agent.json": {
+          model: "mock/model-a",
+          small_model: "titles/small",
+          provider: {
+            mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": {} } },
+            titles: { npm: "@ai-sdk/openai-compatible", options: { baseURL: titles.url }, models: { small: {} } }
+          }
+        }
+      }
+    })
+  })
+
+describe("agent serve", () => {
+  it.scopedLive("SIGTERM during a run: the run is aborted, its tool marked interrupted, exit 0", () =>
+    Effect.gen(function*() {
+      const model = yield* MockOpenAIServer.start([
+        [toolCall("bash", { command: "sleep 30", description: "wait a long time" })],
+        "never reached"
+      ])
+      const box = yield* project(model.url)
+      const served = yield* serve(box)
+      const session = (yield* Effect.promise(() =>
+        fetch(`${served.url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).then((r) => r.json())
+      )) as { id: string }
+      const accepted = yield* Effect.promise(() =>
+        fetch(`${served.url}/session/${session.id}/prompt_async`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ parts: [{ type: "text", text: "wait" }] })
+        })
+      )
+      expect(accepted.status).toBe(204)
+      const running = async () => {
+        const messages = (await fetch(`${served.url}/session/${session.id}/message`).then((r) => r.json())) as Array<any>
+        return messages.flatMap((message) => message.parts).find((part) => part.type === "tool" && part.state.status === "running")
+      }
+      const deadline = Date.now() + 20_000
+      while (!(yield* Effect.promise(running))) {
+        if (Date.now() > deadline) throw new Error(`the tool never started: ${served.stderr()}`)
+        yield* Effect.sleep("50 millis")
+      }
+
+      served.child.kill("SIGTERM")
+      const code = yield* Effect.promise(() => served.exited)
+      expect(code, served.stderr()).toBe(0)
+
+      // a new server on the same database shows the tool as interrupted, not running forever
+      const again = yield* serve(box)
+      const messages = (yield* Effect.promise(() =>
+        fetch(`${again.url}/session/${session.id}/message`).then((r) => r.json())
+      )) as Array<any>
+      const tool = messages.flatMap((message) => message.parts).find((part) => part.type === "tool")
+      expect(tool.state.status).toBe("error")
+      expect(tool.state.error).toMatch(/interrupt|abort/i)
+    }), 60_000)
+
+  it.scopedLive("with AGENT_SERVER_PASSWORD every request needs the password", () =>
+    Effect.gen(function*() {
+      const model = yield* MockOpenAIServer.start(["x"])
+      const box = yield* project(model.url)
+      const served = yield* serve(box, [], { AGENT_SERVER_PASSWORD: "pw", AGENT_SERVER_USERNAME: "me" })
+      expect((yield* Effect.promise(() => fetch(`${served.url}/session`))).status).toBe(401)
+      const token = Buffer.from("me:pw").toString("base64")
+      const ok = yield* Effect.promise(() => fetch(`${served.url}/session`, { headers: { authorization: `Basic ${token}` } }))
+      expect(ok.status).toBe(200)
+    }), 60_000)
+
+  it.scopedLive("warns when listening beyond loopback without a password", () =>
+    Effect.gen(function*() {
+      const model = yield* MockOpenAIServer.start(["x"])
+      const box = yield* project(model.url)
+      const served = yield* serve(box, ["--hostname", "0.0.0.0"])
+      expect(served.stderr()).toContain("without a password")
+    }), 60_000)
+})
