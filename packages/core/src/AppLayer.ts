@@ -1,6 +1,7 @@
 import type { ConfigError } from "@agent/domain"
 import type { SqlClient } from "@effect/sql"
 import { Layer } from "effect"
+import { AgentGenerator } from "./AgentGenerator.js"
 import { AgentRegistry } from "./AgentRegistry.js"
 import { ApprovalStore } from "./ApprovalStore.js"
 import { Bus } from "./Bus.js"
@@ -61,6 +62,7 @@ export type AppServices =
   | Compaction
   | SessionLoop
   | CommandRegistry
+  | AgentGenerator
 
 /**
  * The one composition root: the CLI, the server and the tests all build their runtime
@@ -90,5 +92,5 @@ export const makeAppLayer = <PolicyError = never>(
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
   const loop = SessionLoop.layer.pipe(Layer.provideMerge(permissions))
-  return CommandRegistry.layer.pipe(Layer.provideMerge(loop))
+  return Layer.mergeAll(CommandRegistry.layer, AgentGenerator.layer).pipe(Layer.provideMerge(loop))
 }

@@ -1,3 +1,4 @@
+export * from "./AgentGenerator.js"
 export * from "./AgentRegistry.js"
 export * from "./AppLayer.js"
 export * from "./ApprovalStore.js"
