@@ -1,8 +1,8 @@
-import type { BusEvent, Part, SessionID } from "@agent/domain"
+import type { BusEvent, Part } from "@agent/domain"
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider"
 import { ScriptedModel, type ScriptedTurn, TestInstance, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Bus } from "../../src/Bus.js"
@@ -20,7 +20,7 @@ const textOf = (parts: ReadonlyArray<{ type: string; text?: string }>) =>
 /** Runs `body` against a full runtime over a sandbox holding `files`, with a scripted model. */
 const withRuntime = <A, E>(
   options: { readonly files?: Record<string, string | object>; readonly env?: Record<string, string>; readonly turns?: ReadonlyArray<ScriptedTurn> },
-  body: (context: { readonly model: ScriptedModel; readonly root: string }) => Effect.Effect<A, E, CommandRegistry | SessionStore | Bus>
+  body: (context: { readonly model: ScriptedModel; readonly root: string }) => Effect.Effect<A, E, CommandRegistry | SessionStore | Bus | Scope.Scope>
 ) =>
   Effect.gen(function*() {
     const model = ScriptedModel.make(options.turns ?? ["Done."])
