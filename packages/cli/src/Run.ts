@@ -1,5 +1,6 @@
 import {
   Bus,
+  CommandRegistry,
   PermissionService,
   QuestionService,
   type PromptPartInput,
@@ -40,7 +41,11 @@ const options = {
   autoApprove: Options.boolean("auto-approve").pipe(
     Options.withDescription("answer permission asks with \"once\"; deny rules still apply")
   ),
-  maxSteps: Options.integer("max-steps").pipe(Options.withDescription("stop after this many model steps"), Options.optional)
+  maxSteps: Options.integer("max-steps").pipe(Options.withDescription("stop after this many model steps"), Options.optional),
+  command: Options.text("command").pipe(
+    Options.withDescription("run a custom command (config, .agent/command/*.md, MCP prompts, init); the message is its arguments"),
+    Options.optional
+  )
 }
 
 /** Exit code for each way a run can end. */
@@ -213,7 +218,7 @@ export const runCommand = Command.make("run", { message, ...options }, (input) =
     const words = input.message.filter((word) => word !== "-")
     const text = [words.join(" "), piped.trim()].filter((chunk) => chunk.length > 0).join("\n\n")
     const files = yield* fileParts(input.file, process.cwd())
-    if (!text && files.length === 0) return yield* new UsageError({ message: "nothing to do: give a message, pipe one in, or attach a file" })
+    if (!text && files.length === 0 && Option.isNone(input.command)) return yield* new UsageError({ message: "nothing to do: give a message, pipe one in, or attach a file" })
     if (input.fork && !input.continue && Option.isNone(input.session)) {
       return yield* new UsageError({ message: "--fork needs --continue or --session" })
     }
@@ -297,16 +302,25 @@ export const runCommand = Command.make("run", { message, ...options }, (input) =
         }
       })
 
-    const outcome = yield* loop.prompt({
+    const common = {
       sessionID,
-      parts: [...(text ? [{ type: "text" as const, text }] : []), ...files],
       ...(Option.isSome(input.agent) ? { agent: input.agent.value } : {}),
       ...(model ? { model } : {}),
       autoApprove: input.autoApprove,
       // Nobody can answer the model's questions without a terminal.
       ...(interactive ? {} : { tools: { question: false } }),
       ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {})
-    }).pipe(
+    }
+    const commands = yield* CommandRegistry
+    const outcome = yield* (Option.isSome(input.command)
+      ? commands.execute({ ...common, command: input.command.value, arguments: text, parts: files }).pipe(
+        Effect.catchTags({
+          CommandNotFound: (error) => new UsageError({ message: error.message }),
+          CommandError: (error) => new UsageError({ message: error.message })
+        })
+      )
+      : loop.prompt({ ...common, parts: [...(text ? [{ type: "text" as const, text }] : []), ...files] })
+    ).pipe(
       // Ctrl-C: stop the run cleanly (tools killed, parts marked), report, exit 130.
       Effect.onInterrupt(() =>
         loop.abort(sessionID).pipe(

@@ -1,9 +1,11 @@
 import type { ConfigError } from "@agent/domain"
 import type { SqlClient } from "@effect/sql"
 import { Layer } from "effect"
+import { AgentGenerator } from "./AgentGenerator.js"
 import { AgentRegistry } from "./AgentRegistry.js"
 import { ApprovalStore } from "./ApprovalStore.js"
 import { Bus } from "./Bus.js"
+import { CommandRegistry } from "./CommandRegistry.js"
 import { Compaction } from "./Compaction.js"
 import { ConfigService } from "./ConfigService.js"
 import * as Database from "./Database.js"
@@ -59,6 +61,8 @@ export type AppServices =
   | Mcp
   | Compaction
   | SessionLoop
+  | CommandRegistry
+  | AgentGenerator
 
 /**
  * The one composition root: the CLI, the server and the tests all build their runtime
@@ -87,5 +91,6 @@ export const makeAppLayer = <PolicyError = never>(
   const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
-  return SessionLoop.layer.pipe(Layer.provideMerge(permissions))
+  const loop = SessionLoop.layer.pipe(Layer.provideMerge(permissions))
+  return Layer.mergeAll(CommandRegistry.layer, AgentGenerator.layer).pipe(Layer.provideMerge(loop))
 }

@@ -72,7 +72,8 @@ const makeService = (info: ConfigInfo): Context.Tag.Service<ConfigService> => ({
 /**
  * Loads, merges and decodes every configuration layer of `instance`, lowest precedence first:
  * global dir, `AGENT_CONFIG`, project files (worktree root down to the directory), config dirs
- * (global, then `.opencode/` and `.agent/` root down), `AGENT_CONFIG_CONTENT`, managed dir.
+ * (global, then `.opencode/` and `.agent/` root down, with their markdown agents, modes and
+ * commands), `AGENT_CONFIG_CONTENT`, managed dir.
  */
 export const loadConfig = (instance: InstanceInfo): Effect.Effect<ConfigInfo, ConfigError> =>
   Effect.suspend(() => {
@@ -459,8 +460,14 @@ const quoteColonValues = (yaml: string): string =>
     })
     .join("\n")
 
-/** A markdown agent: YAML front matter plus the body as `prompt`, landing in `agent.<name>`. */
-const markdownSource = (file: string, name: string, primary: boolean): Source => {
+/** What a markdown file defines: an agent (body = `prompt`) or a command (body = `template`). */
+type MarkdownKind = "agent" | "mode" | "command"
+
+/**
+ * A markdown agent or command: YAML front matter plus the body, landing in `agent.<name>`
+ * (body as `prompt`; modes forced primary) or `command.<name>` (body as `template`).
+ */
+const markdownSource = (file: string, name: string, kind: MarkdownKind): Source => {
   const text = readText(file) ?? ""
   const match = FRONT_MATTER.exec(text)
   const yamlText = match?.[1] ?? ""
@@ -490,12 +497,14 @@ const markdownSource = (file: string, name: string, primary: boolean): Source =>
   if (data !== null && data !== undefined && !isObject(data)) {
     throw configError(file, "front matter must be a YAML mapping", yamlFirstLine)
   }
-  const entry: JsonObject = { ...(data ?? {}), prompt: body.trim() }
-  if (primary) entry.mode = "primary"
+  const bodyKey = kind === "command" ? "template" : "prompt"
+  const entry: JsonObject = { ...(data ?? {}), [bodyKey]: body.trim() }
+  if (kind === "mode") entry.mode = "primary"
 
   const remap: Remap = new Map()
-  const prefix = ["agent", name]
-  const value = { agent: { [name]: normalizeAgent(entry, prefix, remap) } }
+  const root = kind === "command" ? "command" : "agent"
+  const prefix = [root, name]
+  const value = { [root]: { [name]: kind === "command" ? entry : normalizeAgent(entry, prefix, remap) } }
 
   const bodyStart = match === null ? 0 : match[0].length
   const firstText = body.search(/\S/)
@@ -526,7 +535,7 @@ const markdownSource = (file: string, name: string, primary: boolean): Source =>
     locate: (p) => {
       const inFile = remapPath(remap, p).slice(2)
       if (inFile.length === 0) return makeSource(file, p, undefined)
-      if (inFile[0] === "prompt") return makeSource(file, inFile, promptLine)
+      if (inFile[0] === bodyKey) return makeSource(file, inFile, promptLine)
       return makeSource(file, inFile, yamlLine(inFile))
     }
   }
@@ -634,10 +643,13 @@ const load = (instance: InstanceInfo): ConfigInfo => {
   }
   const applyMarkdown = (dir: string) => {
     for (const sub of ["agent", "agents"]) {
-      for (const { file, name } of markdownFiles(path.join(dir, sub), true)) apply(markdownSource(file, name, false))
+      for (const { file, name } of markdownFiles(path.join(dir, sub), true)) apply(markdownSource(file, name, "agent"))
     }
     for (const sub of ["mode", "modes"]) {
-      for (const { file, name } of markdownFiles(path.join(dir, sub), false)) apply(markdownSource(file, name, true))
+      for (const { file, name } of markdownFiles(path.join(dir, sub), false)) apply(markdownSource(file, name, "mode"))
+    }
+    for (const sub of ["command", "commands"]) {
+      for (const { file, name } of markdownFiles(path.join(dir, sub), true)) apply(markdownSource(file, name, "command"))
     }
   }
 

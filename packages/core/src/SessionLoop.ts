@@ -69,6 +69,8 @@ export type PromptPartInput =
     readonly description: string
     readonly agent: string
     readonly model?: ModelRef
+    /** The command that asked for it. */
+    readonly command?: string
   }
 
 export interface PromptInput {
@@ -287,7 +289,8 @@ function make() {
               prompt: part.prompt,
               description: part.description,
               agent: part.agent,
-              ...(part.model ? { model: part.model } : {})
+              ...(part.model ? { model: part.model } : {}),
+              ...(part.command ? { command: part.command } : {})
             }
         yield* store.upsertPart(stored)
         parts.push(stored)
@@ -351,7 +354,8 @@ function make() {
     const runSubagent = (
       params: { readonly description: string; readonly prompt: string; readonly subagent_type: string; readonly task_id?: string | undefined },
       context: Pick<Tool.ToolContext, "sessionID" | "messageID" | "agent" | "metadata">,
-      options: { readonly ask: Tool.ToolContext["ask"] | undefined }
+      /** `model`: the model a subtask part asked for (a command's), over the subagent's own. */
+      options: { readonly ask: Tool.ToolContext["ask"] | undefined; readonly model?: ModelRef | undefined }
     ) =>
       Effect.gen(function*() {
         const fail = (detail: string) => new Tool.ToolExecutionError({ tool: "task", detail })
@@ -386,7 +390,7 @@ function make() {
         const parentModel = parentMessage.info.role === "assistant"
           ? { providerID: parentMessage.info.providerID, modelID: parentMessage.info.modelID }
           : undefined
-        const model = subagent.model ?? parentModel
+        const model = options.model ?? subagent.model ?? parentModel
 
         // Live progress: the child's tool calls, as the parent's task part metadata.
         const progress = new Map<string, { id: string; tool: string; status: string; title?: string }>()
@@ -600,7 +604,7 @@ function make() {
                     }
                     return writePart(message, part)
                   })
-              }, { ask: undefined })
+              }, { ask: undefined, model: subtask.model })
             )
             const metadata = part.state.status === "running" ? part.state.metadata ?? {} : {}
             if (Exit.isSuccess(exit)) {

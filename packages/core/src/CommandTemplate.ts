@@ -1,0 +1,282 @@
+/**
+ * Expanding a command template into a message: arguments (`$1`, `$2`, …, `$ARGUMENTS`),
+ * shell output (`` !`command` ``) and `@path` file inclusion. Pure text work is separate from
+ * the effects (running shells, reading files), so each rule can be tested on its own.
+ */
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { InstanceInfo } from "./Instance.js"
+import { shellFor } from "./tools/Bash.js"
+import { looksBinary } from "./tools/Read.js"
+import { MAX_BYTES, MAX_LINES } from "./Truncate.js"
+
+// --- arguments -------------------------------------------------------------------------------
+
+/** Splits what the user typed after the command name into words; quotes group words and are removed. */
+export const parseArguments = (input: string): Array<string> => {
+  const words: Array<string> = []
+  for (const match of input.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)) words.push(match[1] ?? match[2] ?? match[3]!)
+  return words
+}
+
+const PLACEHOLDER = /\$ARGUMENTS|\$([1-9]\d*)/g
+const POSITIONAL = /\$([1-9]\d*)/g
+
+/** The arguments a template takes, in order: `$1`, `$2`, …, then `$ARGUMENTS` if used. */
+export const hints = (template: string): Array<string> => {
+  const numbers = [...new Set([...template.matchAll(POSITIONAL)].map((match) => Number(match[1])))].sort((a, b) => a - b)
+  return [...numbers.map((n) => `$${n}`), ...(template.includes("$ARGUMENTS") ? ["$ARGUMENTS"] : [])]
+}
+
+/** How the arguments fill one template: the highest `$N` takes every word from N on. */
+export interface ArgumentFill {
+  readonly raw: string
+  readonly words: ReadonlyArray<string>
+  readonly last: number
+}
+
+export const argumentFill = (template: string, raw: string): ArgumentFill => ({
+  raw: raw.trim(),
+  words: parseArguments(raw),
+  last: Math.max(0, ...[...template.matchAll(POSITIONAL)].map((match) => Number(match[1])))
+})
+
+/** Replaces `$ARGUMENTS` and `$N` in `text` (a missing argument is empty). */
+export const fillArguments = (text: string, fill: ArgumentFill): string =>
+  text.replace(PLACEHOLDER, (_token: string, digits: string | undefined) => {
+    if (digits === undefined) return fill.raw
+    const position = Number(digits)
+    if (position > fill.words.length) return ""
+    return position === fill.last ? fill.words.slice(position - 1).join(" ") : fill.words[position - 1]!
+  })
+
+// --- segments --------------------------------------------------------------------------------
+
+/** A template cut into literal text and `` !`command` `` pieces. */
+export type Segment = { readonly type: "text"; readonly text: string } | { readonly type: "shell"; readonly command: string }
+
+/**
+ * Cuts a template at its shell substitutions. Arguments are filled into each piece afterwards,
+ * so an argument that happens to contain `` !`…` `` is text, never run.
+ */
+export const segments = (template: string): Array<Segment> => {
+  const out: Array<Segment> = []
+  let at = 0
+  for (const match of template.matchAll(/!`([^`]+)`/g)) {
+    if (match.index > at) out.push({ type: "text", text: template.slice(at, match.index) })
+    out.push({ type: "shell", command: match[1]! })
+    at = match.index + match[0].length
+  }
+  if (at < template.length) out.push({ type: "text", text: template.slice(at) })
+  return out
+}
+
+// --- file references -------------------------------------------------------------------------
+
+/**
+ * `@path` references in `text`, in order, without duplicates. An `@` after a word character
+ * (an e-mail address) or a backtick does not count; trailing punctuation is not part of the path.
+ */
+export const fileReferences = (text: string): Array<string> => {
+  const found: Array<string> = []
+  for (const match of text.matchAll(/(?<![\w`@/])@([^\s`'"()[\]{}<>,;!?]+)/g)) {
+    const ref = match[1]!.replace(/[.:]+$/, "")
+    if (ref !== "" && !found.includes(ref)) found.push(ref)
+  }
+  return found
+}
+
+// --- shell substitution ----------------------------------------------------------------------
+
+/** How long one `` !`command` `` may run by default (`AGENT_COMMAND_SHELL_TIMEOUT_MS` overrides). */
+export const DEFAULT_SHELL_TIMEOUT_MS = 30_000
+
+export const shellTimeout = (instance: InstanceInfo): number => {
+  const value = Number(instance.env.AGENT_COMMAND_SHELL_TIMEOUT_MS)
+  return Number.isInteger(value) && value > 0 ? value : DEFAULT_SHELL_TIMEOUT_MS
+}
+
+const killGroup = (pid: number | undefined, signal: NodeJS.Signals) => {
+  if (pid === undefined) return
+  try {
+    process.kill(-pid, signal)
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * Runs `command` with the user's shell in the project directory and answers with what it
+ * printed. A failure, a timeout or a shell that cannot start is reported in the text, where
+ * the user and the model will see it, instead of failing the command.
+ */
+export const runShell = (instance: InstanceInfo, command: string, timeoutMs: number): Effect.Effect<string> =>
+  Effect.async<string>((resume) => {
+    const env = Object.fromEntries(
+      Object.entries(instance.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
+    )
+    let stdout = ""
+    let stderr = ""
+    let cut = false
+    let timedOut = false
+    const keep = (chunk: string, current: string) => {
+      if (current.length >= MAX_BYTES) {
+        cut = true
+        return current
+      }
+      const next = current + chunk
+      if (next.length > MAX_BYTES) cut = true
+      return next.slice(0, MAX_BYTES)
+    }
+    const child = spawn(shellFor(instance), ["-c", command], {
+      cwd: instance.directory,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    child.stdout.setEncoding("utf8")
+    child.stderr.setEncoding("utf8")
+    child.stdout.on("data", (chunk: string) => (stdout = keep(chunk, stdout)))
+    child.stderr.on("data", (chunk: string) => (stderr = keep(chunk, stderr)))
+    const timer = setTimeout(() => {
+      timedOut = true
+      killGroup(child.pid, "SIGKILL")
+    }, timeoutMs)
+    child.once("error", (error) => {
+      clearTimeout(timer)
+      resume(Effect.succeed(`[could not run \`${command}\`: ${error.message}]`))
+    })
+    child.once("close", (code, signal) => {
+      clearTimeout(timer)
+      const output = stdout.replace(/\n+$/, "") + (cut ? `\n[output cut at ${MAX_BYTES} bytes]` : "")
+      if (timedOut) {
+        resume(Effect.succeed(`${output}${output ? "\n" : ""}[\`${command}\` did not finish within ${timeoutMs} ms and was stopped]`))
+      } else if (code !== 0) {
+        const why = code === null ? `was killed by ${signal}` : `exited with code ${code}`
+        const detail = stderr.trim()
+        resume(Effect.succeed(`${output}${output ? "\n" : ""}[\`${command}\` ${why}${detail ? `: ${detail}` : ""}]`))
+      } else {
+        resume(Effect.succeed(output))
+      }
+    })
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      killGroup(child.pid, "SIGKILL")
+    })
+  })
+
+// --- file inclusion --------------------------------------------------------------------------
+
+/** What an `@path` reference adds to the message. */
+export type Inclusion =
+  | {
+    readonly type: "file"
+    /** Where the file is, relative to the project when inside it. */
+    readonly display: string
+    readonly absolute: string
+    readonly mime: string
+    /** A `data:` URL for images and PDFs; `file://` otherwise. */
+    readonly url: string
+    /** The text the model reads (files and directories), absent for attachments. */
+    readonly text?: string
+  }
+  | { readonly type: "agent"; readonly name: string }
+
+const ATTACHMENT_MIME: Record<string, string> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".pdf": "application/pdf"
+}
+const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
+const MAX_DIRECTORY_ENTRIES = 500
+
+const statOrUndefined = (file: string) => {
+  try {
+    return fs.statSync(file)
+  } catch {
+    return undefined
+  }
+}
+
+/** The first `MAX_LINES` lines / `MAX_BYTES` bytes of a text file, with a note when cut. */
+const textOf = (file: string, size: number): string => {
+  const fd = fs.openSync(file, "r")
+  try {
+    const buffer = Buffer.alloc(Math.min(size, MAX_BYTES))
+    const read = fs.readSync(fd, buffer, 0, buffer.length, 0)
+    const head = buffer.subarray(0, read)
+    if (looksBinary(head.subarray(0, 4096))) return `[binary file, ${size} bytes, not included]`
+    let text = head.toString("utf8")
+    const lines = text.split("\n")
+    let note = ""
+    if (lines.length > MAX_LINES) {
+      text = lines.slice(0, MAX_LINES).join("\n")
+      note = `\n[cut after ${MAX_LINES} lines; read the file for the rest]`
+    } else if (size > read) {
+      // Do not end on half a line.
+      text = text.slice(0, Math.max(0, text.lastIndexOf("\n")))
+      note = `\n[cut at ${MAX_BYTES} bytes of ${size}; read the file for the rest]`
+    }
+    return text.replace(/\n$/, "") + note
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+const listingOf = (dir: string): string => {
+  const entries = fs.readdirSync(dir, { withFileTypes: true })
+    .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
+    .sort()
+  const shown = entries.slice(0, MAX_DIRECTORY_ENTRIES)
+  return shown.join("\n") + (entries.length > shown.length ? `\n[${entries.length - shown.length} more entries]` : "")
+}
+
+/**
+ * Resolves `@ref`: a file or directory (relative to the working directory, then the project
+ * root; `~/` is the home), else an agent of that name, else nothing (the text stays as typed).
+ */
+export const resolveReference = (
+  instance: InstanceInfo,
+  ref: string,
+  isAgent: (name: string) => boolean
+): Inclusion | undefined => {
+  const home = instance.home || os.homedir()
+  const candidates = ref.startsWith("~/")
+    ? [path.join(home, ref.slice(2))]
+    : path.isAbsolute(ref)
+    ? [ref]
+    : [...new Set([path.resolve(instance.directory, ref), path.resolve(instance.worktree, ref)])]
+  for (const absolute of candidates) {
+    const stat = statOrUndefined(absolute)
+    if (!stat) continue
+    const relative = path.relative(instance.worktree, absolute)
+    const display = relative.startsWith("..") || path.isAbsolute(relative) ? absolute : relative
+    const url = `file://${absolute}`
+    if (stat.isDirectory()) {
+      return { type: "file", display, absolute, mime: "application/x-directory", url, text: listingOf(absolute) }
+    }
+    if (!stat.isFile()) continue
+    const attachment = ATTACHMENT_MIME[path.extname(absolute).toLowerCase()]
+    if (attachment) {
+      if (stat.size > MAX_ATTACHMENT_BYTES) {
+        return { type: "file", display, absolute, mime: "text/plain", url, text: `[${display} is over 10 MB, not attached]` }
+      }
+      const data = fs.readFileSync(absolute).toString("base64")
+      return { type: "file", display, absolute, mime: attachment, url: `data:${attachment};base64,${data}` }
+    }
+    return { type: "file", display, absolute, mime: "text/plain", url, text: textOf(absolute, stat.size) }
+  }
+  return isAgent(ref) ? { type: "agent", name: ref } : undefined
+}
+
+/** How an included file or directory reads in the message. */
+export const inclusionText = (inclusion: Extract<Inclusion, { type: "file" }>): string =>
+  inclusion.mime === "application/x-directory"
+    ? `<directory path="${inclusion.display}">\n${inclusion.text ?? ""}\n</directory>`
+    : `<file path="${inclusion.display}">\n${inclusion.text ?? ""}\n</file>`
