@@ -6,6 +6,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Agent, ModelRef } from "./Agent.js"
+import { CommandInfo, CommandInput } from "./Command.js"
 import { Config } from "./Config.js"
 import { McpServerStatus, QuestionRequest, Todo } from "./Event.js"
 import { MessageID, PartID, PermissionID, SessionID } from "./Ids.js"
@@ -264,6 +265,15 @@ export class SessionApi extends HttpApiGroup.make("session")
       .addError(BadRequestError)
   )
   .add(
+    HttpApiEndpoint.post("command", "/session/:id/command")
+      .setPath(IdPath)
+      .setUrlParams(Schema.Struct(Directory))
+      .setPayload(CommandInput)
+      .addSuccess(MessageWithParts)
+      .addError(NotFoundError)
+      .addError(BadRequestError)
+  )
+  .add(
     HttpApiEndpoint.post("respond", "/session/:id/permissions/:permissionID")
       .setPath(Schema.Struct({ id: SessionID, permissionID: PermissionID }))
       .setUrlParams(Schema.Struct(Directory))
@@ -322,6 +332,7 @@ export class InstanceApi extends HttpApiGroup.make("instance")
   )
   .add(HttpApiEndpoint.get("path", "/path").setUrlParams(Schema.Struct(Directory)).addSuccess(PathInfo))
   .add(HttpApiEndpoint.get("health", "/global/health").addSuccess(Health))
+  .add(HttpApiEndpoint.get("commands", "/command").setUrlParams(Schema.Struct(Directory)).addSuccess(Schema.Array(CommandInfo)))
 {}
 
 /** The event stream: `text/event-stream` of `{id, type, properties}` objects. */

@@ -1,5 +1,6 @@
 import {
   AgentRegistry,
+  CommandRegistry,
   ConfigService,
   Identifier,
   Instance,
@@ -101,6 +102,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
     const store = yield* SessionStore
     const loop = yield* SessionLoop
     const permissions = yield* PermissionService
+    const commands = yield* CommandRegistry
     const instance = yield* Instance
     // prompt_async runs outlive their request; the server's scope ends them.
     const background = yield* FiberSet.make()
@@ -214,6 +216,28 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
           }),
           Effect.as(true)
         ))
+      .handle("command", ({ path, payload }) =>
+        Effect.gen(function*() {
+          yield* session(path.id)
+          const outcome = yield* commands.execute({
+            sessionID: path.id,
+            command: payload.command,
+            arguments: payload.arguments,
+            ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
+            ...(payload.model !== undefined ? { model: payload.model } : {}),
+            ...(payload.messageID !== undefined ? { messageID: payload.messageID } : {})
+          }).pipe(
+            Effect.catchTags({
+              CommandNotFound: (error) => Effect.fail(notFound(error)),
+              SessionNotFound: (error) => Effect.fail(notFound(error)),
+              CommandError: (error) => Effect.fail(badRequest(error)),
+              AgentNotFound: (error) => Effect.fail(badRequest(error)),
+              ModelNotConfigured: (error) => Effect.fail(badRequest(error))
+            })
+          )
+          if (outcome.message) return outcome.message
+          return yield* store.getMessage(path.id, outcome.messageID).pipe(Effect.mapError(notFound))
+        }))
       .handle("respond", ({ path, payload }) =>
         Effect.gen(function*() {
           const pending = yield* permissions.list()
@@ -257,8 +281,10 @@ export const InstanceHandlers = HttpApiBuilder.group(AgentApi, "instance", (hand
     const agents = yield* AgentRegistry
     const config = yield* ConfigService
     const mcp = yield* Mcp
+    const commands = yield* CommandRegistry
     const instance = yield* Instance
     return handlers
+      .handle("commands", () => commands.list())
       .handle("agents", () => agents.list())
       .handle("config", () => config.get())
       .handle("mcp", () => mcp.status())

@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { eventually, serve } from "./support.js"
 
-const { text, toolCall, delay } = ScriptedModel
+const { text, toolCall } = ScriptedModel
 
 const askBash = [{ permission: "bash", pattern: "*", action: "ask" as const }]
 
@@ -202,7 +202,61 @@ describe("the server through @opencode-ai/sdk", () => {
       const doc = (yield* Effect.promise(() => fetch(`${url}/doc`).then((response) => response.json()))) as any
       expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/session", "/session/{id}/message", "/event"]))
     }))
-})
 
-// keep `delay` referenced for scripts that need a slow model
-void delay
+  it.scopedLive("commands are listed and run on a session with their arguments", () =>
+    Effect.gen(function*() {
+      const { client } = yield* serve({
+        model: ScriptedModel.make(["Hello, Bob!"]),
+        files: { "project/agent.json": { command: { greet: { template: "Say hello to $1", description: "Greets someone" } } } }
+      })
+      const commands = (yield* Effect.promise(() => client.command.list())).data!
+      expect(commands.map((command) => command.name)).toEqual(expect.arrayContaining(["greet", "init"]))
+      expect(commands.find((command) => command.name === "greet")).toMatchObject({ description: "Greets someone" })
+
+      const session = (yield* Effect.promise(() => client.session.create({ body: {} }))).data!
+      const reply = yield* Effect.promise(() =>
+        client.session.command({ path: { id: session.id }, body: { command: "greet", arguments: "Bob" } })
+      )
+      expect(reply.response.status).toBe(200)
+      expect(reply.data!.parts.find((part) => part.type === "text")).toMatchObject({ text: "Hello, Bob!" })
+      const messages = (yield* Effect.promise(() => client.session.messages({ path: { id: session.id } }))).data!
+      expect(messages[0]!.parts.find((part) => part.type === "text")).toMatchObject({ text: "Say hello to Bob" })
+
+      const unknown = yield* Effect.promise(() =>
+        client.session.command({ path: { id: session.id }, body: { command: "nope", arguments: "" } })
+      )
+      expect(unknown.response.status).toBe(404)
+      expect(JSON.stringify(unknown.error)).toContain("greet")
+    }))
+
+  it.scopedLive("sessions run side by side; aborting one leaves the other running to the end", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make([
+        (request) => ScriptedModel.lastUserText(request).includes("slow")
+          ? [toolCall("bash", { command: "sleep 30", description: "slow" })]
+          : [toolCall("bash", { command: "sleep 1", description: "short" })],
+        (request) => ScriptedModel.lastUserText(request).includes("slow")
+          ? [toolCall("bash", { command: "sleep 30", description: "slow" })]
+          : [toolCall("bash", { command: "sleep 1", description: "short" })],
+        "finished",
+        "finished"
+      ])
+      const { client } = yield* serve({ model })
+      const slow = (yield* Effect.promise(() => client.session.create({ body: {} }))).data!
+      const steady = (yield* Effect.promise(() => client.session.create({ body: {} }))).data!
+      const slowDone = client.session.prompt({ path: { id: slow.id }, body: { parts: [{ type: "text", text: "slow" }] } })
+      const steadyDone = client.session.prompt({ path: { id: steady.id }, body: { parts: [{ type: "text", text: "steady" }] } })
+      yield* eventually(async () => {
+        const status = (await client.session.status()).data!
+        return status[slow.id]?.type === "busy" && status[steady.id]?.type === "busy" ? true : undefined
+      })
+      yield* Effect.promise(() => client.session.abort({ path: { id: slow.id } }))
+      const [slowReply, steadyReply] = yield* Effect.promise(() => Promise.all([slowDone, steadyDone]))
+      expect((slowReply.data!.parts.find((part) => part.type === "tool") as any).state.status).toBe("error")
+      expect(steadyReply.data!.parts.find((part) => part.type === "text")).toMatchObject({ text: "finished" })
+      const steadyTools = (yield* Effect.promise(() => client.session.messages({ path: { id: steady.id } }))).data!
+        .flatMap((message) => message.parts)
+        .filter((part) => part.type === "tool") as Array<any>
+      expect(steadyTools.map((part) => part.state.status)).toEqual(["completed"])
+    }))
+})
