@@ -113,4 +113,24 @@ describe("the event stream", () => {
       expect(replayed.filter((event) => event.type === "todo.updated")).toHaveLength(500)
       expect(replayed.at(-1).properties.todos[0].content).toBe(`task 49999${padding}`)
     }))
+
+  it.scopedLive("a burst of text deltas reaches the client merged, in order, with nothing lost", () =>
+    Effect.gen(function*() {
+      const { url, run } = yield* serve({ model: ScriptedModel.make(["x"]) })
+      const response = yield* Effect.promise(() => fetch(`${url}/event`))
+      const ids = { sessionID, messageID: `msg_${"b".repeat(26)}`, partID: `prt_${"c".repeat(26)}` } as any
+      yield* run(Effect.gen(function*() {
+        const bus = yield* Bus
+        for (let index = 0; index < 1000; index++) {
+          yield* bus.publish({ type: "message.part.delta", properties: { ...ids, field: "text", delta: `${index},` } })
+        }
+        // anything else about the run flushes what is pending first
+        yield* bus.publish(todo(0))
+      }))
+      const events = yield* Effect.promise(() => readEvents(response, (seen) => seen.some((event) => event.type === "todo.updated")))
+      const deltas = events.filter((event) => event.type === "message.part.delta")
+      expect(deltas.length).toBeLessThan(20)
+      expect(deltas.map((event) => event.properties.delta).join("")).toBe(Array.from({ length: 1000 }, (_, index) => `${index},`).join(""))
+      expect(events.findIndex((event) => event.type === "todo.updated")).toBeGreaterThan(events.indexOf(deltas.at(-1)))
+    }))
 })
