@@ -106,6 +106,7 @@ describe("server input handling", () => {
       expect(bodies[4]).toContain("/no/such/route/4")
       expect(bodies[2]).toContain("expected an id of the form ses_")
       expect(bodies[7]).toMatch(/too large|body/i)
+      expect(bodies[5]).toContain("title: Expected string, actual 5")
       const health = yield* Effect.promise(() => fetch(`${url}/global/health`))
       expect(health.status).toBe(200)
       // nothing was stored by the malformed prompts
