@@ -271,6 +271,11 @@ function make() {
           if (content.text !== undefined) texts.push(content.text)
           else if (content.blob !== undefined) {
             const mime = content.mimeType ?? "application/octet-stream"
+            // Text sent base64-encoded is still text.
+            if (mime.startsWith("text/")) {
+              texts.push(Buffer.from(content.blob, "base64").toString("utf8"))
+              continue
+            }
             texts.push(`[binary content ${content.uri} (${mime}) attached]`)
             files.push({ type: "file", mime, url: `data:${mime};base64,${content.blob}`, filename: path.basename(content.uri) })
           }
