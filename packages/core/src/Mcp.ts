@@ -791,10 +791,12 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
               ...(flow.timeout === undefined ? {} : { timeout: flow.timeout })
             })
           )
-          // Either way the server gets a fresh attempt: with the new tokens, or as it was.
-          const status = running || Either.isRight(outcome) ? yield* restart(entry, spec) : undefined
-          if (Either.isLeft(outcome)) return yield* outcome.left
-          return status!
+          if (Either.isLeft(outcome)) {
+            // The server goes back to what it was doing, with whatever credentials it had.
+            if (running) yield* restart(entry, spec)
+            return yield* outcome.left
+          }
+          return yield* restart(entry, spec)
         })
       )
     })
@@ -1098,7 +1100,7 @@ class ChildProcessTransport implements Transport {
             continue
           }
           if (message === null) break
-          this.onmessage?.(message)
+          this.deliver(message)
         }
       })
       child.stderr?.on("data", (chunk: Buffer) => {
@@ -1133,12 +1135,23 @@ class ChildProcessTransport implements Transport {
     return this.closing
   }
 
+  /**
+   * The SDK runs notification handlers a microtask later but settles a request at once, so a
+   * progress report read in the same chunk as its result would find the request gone. A
+   * response is delivered after the handlers of what came before it have run.
+   */
+  private deliver(message: JSONRPCMessage) {
+    if ("id" in message && ("result" in message || "error" in message)) setImmediate(() => this.onmessage?.(message))
+    else this.onmessage?.(message)
+  }
+
   private finish() {
     if (this.finished) return
     this.finished = true
     this.buffer.clear()
     this.markDone()
-    this.onclose?.()
+    // After the responses still on their way to the client (see `deliver`).
+    setImmediate(() => this.onclose?.())
   }
 
   private async shutdown() {
