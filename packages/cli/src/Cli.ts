@@ -1,6 +1,7 @@
 import { Command } from "@effect/cli"
 import { agentCreateCommand } from "./AgentCreate.js"
 import { debug } from "./Debug.js"
+import { mcp } from "./McpAuth.js"
 import { runCommand } from "./Run.js"
 import { serveCommand } from "./Serve.js"
 import { VERSION } from "./Version.js"
@@ -14,7 +15,7 @@ export const agent = Command.make("Agent").pipe(
     "An AI coding agent runtime. Exit codes: 0 done, 1 runtime error, 2 usage or configuration error, " +
       "3 stopped by a permission rejection, 4 a limit was hit (steps, time, stall, budget), 130 interrupted."
   ),
-  Command.withSubcommands([runCommand, serveCommand, debug, agents])
+  Command.withSubcommands([runCommand, serveCommand, debug, agents, mcp])
 )
 
 export const run = Command.run(agent, { name: "agent", version: VERSION })

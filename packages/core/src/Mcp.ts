@@ -1,5 +1,6 @@
 import type { McpConfig, McpServerStatus } from "@agent/domain"
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -12,13 +13,15 @@ import {
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
 import type { ContentBlock, JSONRPCMessage, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Queue, Ref, Runtime, Schema, type Scope } from "effect"
+import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Queue, Ref, Runtime, Schema, Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
 import { Instance } from "./Instance.js"
+import * as McpOAuth from "./McpOAuth.js"
+import { McpAuthError } from "./McpOAuth.js"
 import type * as Tool from "./Tool.js"
 import { ToolExecutionError } from "./Tool.js"
 import * as McpTools from "./tools/McpTools.js"
@@ -32,6 +35,7 @@ const FIRST_RETRY_MS = 1_000
 const MAX_RETRY_MS = 30_000
 
 export type { McpServerStatus }
+export { McpAuthError }
 
 /** A prompt offered by a connected server; `key` is `<server>:<prompt>`, sanitized. */
 export interface McpPrompt {
@@ -56,6 +60,15 @@ export interface McpPromptResult {
 export interface McpResource {
   readonly server: string
   readonly uri: string
+  readonly name: string
+  readonly mimeType?: string
+  readonly description?: string
+}
+
+/** A parameterized resource (RFC 6570 URI template) a server can read. */
+export interface McpResourceTemplate {
+  readonly server: string
+  readonly uriTemplate: string
   readonly name: string
   readonly mimeType?: string
   readonly description?: string
@@ -105,9 +118,27 @@ export class Mcp extends Context.Tag("@agent/core/Mcp")<
     readonly getPrompt: (key: string, args?: Record<string, string>) => Effect.Effect<McpPromptResult, McpRequestError>
     /** The resources of one server, or of every connected server (servers that fail to answer are skipped). */
     readonly resources: (server?: string) => Effect.Effect<ReadonlyArray<McpResource>, McpRequestError>
+    /** The resource templates of one server, or of every connected server (servers that fail to answer are skipped). */
+    readonly resourceTemplates: (server?: string) => Effect.Effect<ReadonlyArray<McpResourceTemplate>, McpRequestError>
     readonly readResource: (server: string, uri: string) => Effect.Effect<ReadonlyArray<McpResourceContent>, McpRequestError>
     /** The instructions connected servers gave, for the system prompt. */
     readonly instructions: () => Effect.Effect<ReadonlyArray<McpInstructions>>
+    /**
+     * (Re)connects one server now, also one that `enabled: false` keeps off, and answers with
+     * its status once the attempt has ended (a failing server keeps retrying in the background).
+     */
+    readonly connect: (server: string) => Effect.Effect<McpServerStatus, McpRequestError>
+    /** Closes one server's connection and stops reconnecting it (status `disabled`) until `connect`. */
+    readonly disconnect: (server: string) => Effect.Effect<void, McpRequestError>
+    /**
+     * Runs the OAuth flow for a remote server (the URL goes to `onAuthorizationUrl`, the
+     * browser comes back to the loopback callback), stores the tokens and reconnects it.
+     */
+    readonly authenticate: (server: string, options: AuthenticateOptions) => Effect.Effect<McpServerStatus, McpAuthError>
+    /** Forgets a server's stored OAuth credentials; tells whether there were any. Reconnects it if it was running. */
+    readonly logout: (server: string) => Effect.Effect<{ readonly removed: boolean; readonly status: McpServerStatus }, McpAuthError>
+    /** Where OAuth credentials are kept (`<data>/mcp-auth.json`, mode 0600). */
+    readonly credentialsFile: string
   }
 >() {
   static readonly layer: Layer.Layer<Mcp, never, ConfigService | Instance | Bus> = Layer.scoped(
@@ -119,6 +150,7 @@ export class Mcp extends Context.Tag("@agent/core/Mcp")<
       return yield* makeService({
         servers: config.mcp ?? {},
         ...(config.experimental?.mcp_timeout === undefined ? {} : { callTimeout: config.experimental.mcp_timeout }),
+        credentials: McpOAuth.credentialsFile(instance.paths.data),
         instance,
         bus
       })
@@ -141,6 +173,15 @@ interface RemoteSpec {
   readonly type: "remote"
   readonly url: string
   readonly headers: Record<string, string>
+  /** `false`: a 401 is final, the server is expected to take credentials from `headers`. */
+  readonly oauth: McpOAuth.OAuthSettings | false | undefined
+}
+
+export interface AuthenticateOptions {
+  /** Shows (and opens) the authorization URL; the flow then waits for the browser to come back. */
+  readonly onAuthorizationUrl: (url: string) => Effect.Effect<void>
+  /** How long to wait for the browser (default 5 minutes). */
+  readonly timeout?: Duration.DurationInput
 }
 
 interface Connection {
@@ -156,15 +197,27 @@ interface Connection {
 interface ServerEntry {
   readonly name: string
   readonly spec: LocalSpec | RemoteSpec | undefined
+  readonly enabled: boolean
   readonly timeout: number
   readonly callTimeout: number
   readonly connection: Ref.Ref<Connection | undefined>
-  /** Done once the first connection attempt has ended, either way. */
-  readonly settled: Deferred.Deferred<void>
+  /** Done once the first attempt of the current supervisor has ended, either way. */
+  settled: Deferred.Deferred<void>
+  /** The supervisor, from `start` until `stop` (it ends by itself on `needs_auth`). */
+  fiber: Fiber.RuntimeFiber<void> | undefined
+  /** Serializes connect, disconnect and the auth flow of this server. */
+  readonly lock: Effect.Semaphore
 }
 
-/** A connection attempt that did not work; `auth` means the server wants credentials first. */
-class ConnectFailure extends Data.TaggedError("ConnectFailure")<{ readonly reason: string; readonly auth: boolean }> {}
+/**
+ * A connection attempt that did not work; `auth` means the server wants credentials first,
+ * `final` that retrying cannot help until the user changes something.
+ */
+class ConnectFailure extends Data.TaggedError("ConnectFailure")<{
+  readonly reason: string
+  readonly auth: boolean
+  readonly final?: boolean
+}> {}
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
@@ -180,6 +233,8 @@ const statusText = (status: McpServerStatus | undefined) =>
 interface ServiceOptions {
   readonly servers: Readonly<Record<string, McpConfig>>
   readonly callTimeout?: number
+  /** The OAuth credentials file. */
+  readonly credentials: string
   readonly instance: Instance["Type"]
   readonly bus: Bus["Type"]
 }
@@ -187,6 +242,8 @@ interface ServiceOptions {
 const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never, Scope.Scope> =>
   Effect.gen(function*() {
     const { instance, bus } = options
+    // Supervisors live as long as the layer, also those started later by `connect`.
+    const layerScope = yield* Effect.scope
     const statuses = yield* Ref.make<Record<string, McpServerStatus>>({})
 
     const setStatus = (server: string, status: McpServerStatus) =>
@@ -207,10 +264,13 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
       const entry: ServerEntry = {
         name,
         spec: specOf(config, instance),
+        enabled: config.enabled !== false,
         timeout: "timeout" in config && config.timeout !== undefined ? config.timeout : DEFAULT_TIMEOUT_MS,
         callTimeout: ("timeout" in config ? config.timeout : undefined) ?? options.callTimeout ?? DEFAULT_TIMEOUT_MS,
         connection: yield* Ref.make<Connection | undefined>(undefined),
-        settled: yield* Deferred.make<void>()
+        settled: yield* Deferred.make<void>(),
+        fiber: undefined,
+        lock: yield* Effect.makeSemaphore(1)
       }
       entries.push(entry)
       if (config.enabled === false) {
@@ -340,7 +400,7 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
         const changes = yield* Queue.sliding<Change>(8)
         const opened = spec.type === "local"
           ? yield* connectLocal(spec, entry.timeout, makeClient(changes))
-          : yield* connectRemote(spec, entry.timeout, makeClient(changes))
+          : yield* connectRemote(entry.name, spec, entry.timeout, makeClient(changes), options.credentials)
         const { client } = opened
         const closed = yield* Deferred.make<string>()
         client.onclose = () => Deferred.unsafeDone(closed, Exit.succeed(opened.describeClose()))
@@ -403,9 +463,9 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
           let reason: string
           if (Either.isLeft(outcome)) {
             reason = outcome.left.reason
-            if (outcome.left.auth) {
-              // Reconnecting cannot help until the user authorizes; the auth flow starts a new attempt.
-              yield* setStatus(entry.name, { status: "needs_auth", error: reason })
+            if (outcome.left.auth || outcome.left.final) {
+              // Reconnecting cannot help until the user authorizes (or fixes the config); `connect` tries again.
+              yield* setStatus(entry.name, { status: outcome.left.auth ? "needs_auth" : "failed", error: reason })
               yield* Deferred.succeed(entry.settled, undefined)
               return
             }
@@ -424,15 +484,42 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
         }
       })
 
+    /** Starts a supervisor for the entry (its spec is known); the caller holds the entry's lock or is the layer. */
+    const start = (entry: ServerEntry, spec: LocalSpec | RemoteSpec) =>
+      Effect.gen(function*() {
+        entry.settled = yield* Deferred.make<void>()
+        yield* setStatus(entry.name, { status: "connecting" })
+        entry.fiber = yield* Effect.forkIn(
+          supervise(entry, spec).pipe(
+            Effect.annotateLogs("mcp", entry.name),
+            Effect.catchAllCause(Effect.logError)
+          ),
+          layerScope
+        )
+      })
+
+    /** Ends the supervisor and with it the connection (its scope closes: the client, the process). */
+    const stop = (entry: ServerEntry) =>
+      Effect.gen(function*() {
+        const fiber = entry.fiber
+        entry.fiber = undefined
+        if (fiber) yield* Fiber.interrupt(fiber)
+        yield* Deferred.succeed(entry.settled, undefined)
+      })
+
+    /** Restarts the entry and waits for the first attempt's outcome. */
+    const restart = (entry: ServerEntry, spec: LocalSpec | RemoteSpec) =>
+      Effect.gen(function*() {
+        yield* stop(entry)
+        yield* start(entry, spec)
+        yield* Deferred.await(entry.settled)
+        return (yield* statusOf(entry.name)) ?? { status: "connecting" as const }
+      })
+
     for (const entry of entries) {
       const status = yield* statusOf(entry.name)
       if (entry.spec === undefined || status?.status !== "connecting") continue
-      yield* Effect.forkScoped(
-        supervise(entry, entry.spec).pipe(
-          Effect.annotateLogs("mcp", entry.name),
-          Effect.catchAllCause(Effect.logError)
-        )
-      )
+      yield* start(entry, entry.spec)
     }
 
     // -- the service ------------------------------------------------------------------------
@@ -586,7 +673,163 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
       return all as ReadonlyArray<McpInstructions>
     })
 
-    return { tools, ready, status, prompts, getPrompt, resources, readResource, instructions }
+    const listTemplates = (entry: ServerEntry, connection: Connection) =>
+      (connection.client.getServerCapabilities()?.resources
+        ? request(entry, (signal) =>
+          paginate(async (cursor) => {
+            const page = await connection.client.listResourceTemplates(cursor ? { cursor } : {}, { signal, timeout: entry.timeout })
+            return { items: page.resourceTemplates, nextCursor: page.nextCursor }
+          })
+        )
+        : Effect.succeed([])).pipe(
+          Effect.map((templates) =>
+            templates.map((template): McpResourceTemplate => ({
+              server: entry.name,
+              uriTemplate: template.uriTemplate,
+              name: template.name,
+              ...(template.mimeType === undefined ? {} : { mimeType: template.mimeType }),
+              ...(template.description === undefined ? {} : { description: template.description })
+            }))
+          ),
+          Effect.mapError((error) =>
+            new McpRequestError({
+              server: entry.name,
+              detail: `Listing the resource templates of ${entry.name} failed: ${errorText(error)}`
+            })
+          )
+        )
+
+    const resourceTemplates = Effect.fn("Mcp.resourceTemplates")(function*(server?: string) {
+      if (server !== undefined) {
+        const { entry, connection } = yield* connectionOf(server)
+        return yield* listTemplates(entry, connection)
+      }
+      const lists = yield* Effect.forEach(
+        yield* connections,
+        ({ entry, connection }) =>
+          listTemplates(entry, connection).pipe(
+            Effect.tapError((error) => Effect.logWarning(error.detail)),
+            Effect.orElseSucceed(() => [])
+          ),
+        { concurrency: "unbounded" }
+      )
+      return lists.flat() as ReadonlyArray<McpResourceTemplate>
+    })
+
+    // -- connecting on demand and OAuth ---------------------------------------------------
+
+    const configured = (server: string) =>
+      Effect.gen(function*() {
+        const entry = findEntry(server)
+        if (!entry) {
+          return yield* new McpRequestError({
+            server,
+            detail: `There is no MCP server named ${server}. Configured servers: ${entries.map((e) => e.name).join(", ") || "none"}.`
+          })
+        }
+        return entry
+      })
+
+    const connect = Effect.fn("Mcp.connect")(function*(server: string) {
+      const entry = yield* configured(server)
+      const spec = entry.spec
+      if (spec === undefined) {
+        return yield* new McpRequestError({
+          server: entry.name,
+          detail: `The MCP server ${entry.name} cannot connect: its config has neither a command (type local) nor a url (type remote).`
+        })
+      }
+      return yield* entry.lock.withPermits(1)(restart(entry, spec))
+    })
+
+    const disconnect = Effect.fn("Mcp.disconnect")(function*(server: string) {
+      const entry = yield* configured(server)
+      yield* entry.lock.withPermits(1)(
+        stop(entry).pipe(Effect.zipRight(setStatus(entry.name, { status: "disabled" })))
+      )
+    })
+
+    /** The remote spec of a server that can use OAuth. */
+    const oauthServer = (server: string) =>
+      Effect.gen(function*() {
+        const entry = yield* configured(server).pipe(
+          Effect.mapError((error) => new McpAuthError({ server, detail: error.detail }))
+        )
+        const spec = entry.spec
+        if (spec?.type !== "remote") {
+          return yield* new McpAuthError({
+            server: entry.name,
+            detail: spec === undefined
+              ? `The MCP server ${entry.name} has no url in its config; OAuth is for remote servers.`
+              : `The MCP server ${entry.name} is a local (stdio) server; OAuth is for remote servers.`
+          })
+        }
+        return { entry, spec }
+      })
+
+    const authenticate = Effect.fn("Mcp.authenticate")(function*(server: string, flow: AuthenticateOptions) {
+      const { entry, spec } = yield* oauthServer(server)
+      const oauth = spec.oauth
+      if (oauth === false) {
+        return yield* new McpAuthError({
+          server: entry.name,
+          detail: `OAuth is switched off for the MCP server ${entry.name} (mcp.${entry.name}.oauth is false).`
+        })
+      }
+      return yield* entry.lock.withPermits(1)(
+        Effect.gen(function*() {
+          const running = entry.fiber !== undefined || entry.enabled
+          // No background attempt may touch the stored client while the flow registers one.
+          yield* stop(entry)
+          const outcome = yield* Effect.either(
+            McpOAuth.authorize({
+              server: entry.name,
+              serverUrl: spec.url,
+              file: options.credentials,
+              oauth,
+              onAuthorizationUrl: flow.onAuthorizationUrl,
+              ...(flow.timeout === undefined ? {} : { timeout: flow.timeout })
+            })
+          )
+          if (Either.isLeft(outcome)) {
+            // The server goes back to what it was doing, with whatever credentials it had.
+            if (running) yield* restart(entry, spec)
+            return yield* outcome.left
+          }
+          return yield* restart(entry, spec)
+        })
+      )
+    })
+
+    const logout = Effect.fn("Mcp.logout")(function*(server: string) {
+      const { entry, spec } = yield* oauthServer(server)
+      return yield* entry.lock.withPermits(1)(
+        Effect.gen(function*() {
+          const removed = yield* McpOAuth.removeEntry(options.credentials, entry.name)
+          const status = entry.fiber !== undefined
+            ? yield* restart(entry, spec)
+            : (yield* statusOf(entry.name)) ?? { status: "disabled" as const }
+          return { removed, status }
+        })
+      )
+    })
+
+    return {
+      tools,
+      ready,
+      status,
+      prompts,
+      getPrompt,
+      resources,
+      resourceTemplates,
+      readResource,
+      instructions,
+      connect,
+      disconnect,
+      authenticate,
+      logout,
+      credentialsFile: options.credentials
+    }
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -632,7 +875,7 @@ const paginate = async <T>(
 
 const specOf = (config: McpConfig, instance: Instance["Type"]): LocalSpec | RemoteSpec | undefined => {
   if (!("type" in config)) return undefined
-  if (config.type === "remote") return { type: "remote", url: config.url, headers: { ...config.headers } }
+  if (config.type === "remote") return { type: "remote", url: config.url, headers: { ...config.headers }, oauth: config.oauth }
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries(instance.env)) if (value !== undefined) env[key] = value
   Object.assign(env, config.environment)
@@ -686,22 +929,64 @@ const connectLocal = (spec: LocalSpec, timeout: number, makeClient: () => Client
     return { client, describeClose: () => transport.describeExit() }
   })
 
-const connectRemote = (spec: RemoteSpec, timeout: number, makeClient: () => Client) =>
+const connectRemote = (
+  name: string,
+  spec: RemoteSpec,
+  timeout: number,
+  makeClient: () => Client,
+  credentials: string
+) =>
   Effect.gen(function*() {
     let url: URL
     try {
       url = new URL(spec.url)
     } catch {
-      return yield* new ConnectFailure({ reason: `invalid url: ${spec.url}`, auth: false })
+      return yield* new ConnectFailure({ reason: `invalid url: ${spec.url}`, auth: false, final: true })
     }
     const describe = (error: unknown) =>
       isTimeout(error) ? `no answer to initialize within ${timeout} ms` : errorText(error)
-    const authFailure = new ConnectFailure({
-      reason: "the server requires authorization (HTTP 401); run the MCP auth flow for it",
-      auth: true
-    })
 
-    const streamable = new StreamableHTTPClientTransport(url, { requestInit: { headers: spec.headers } })
+    let authProvider: McpOAuth.McpOAuthProvider | undefined
+    const oauth = spec.oauth
+    if (oauth !== false) {
+      const callback = McpOAuth.callbackOf(name, oauth)
+      if (Either.isLeft(callback)) return yield* new ConnectFailure({ reason: callback.left.detail, auth: false, final: true })
+      const readable = McpOAuth.checkFile(credentials)
+      if (Either.isLeft(readable)) return yield* new ConnectFailure({ reason: readable.left, auth: false, final: true })
+      authProvider = new McpOAuth.McpOAuthProvider({
+        server: name,
+        serverUrl: spec.url,
+        file: credentials,
+        oauth,
+        callback: callback.right
+      })
+      yield* McpOAuth.refreshIfExpired(authProvider, spec.url, timeout)
+    }
+    // Whether the server's last answer was a 401: the SDK's own error after a failed auth attempt varies.
+    let unauthorized = false
+    const watch: FetchLike = async (input, init) => {
+      const response = await fetch(input, init)
+      if (String(input) === url.href) unauthorized = response.status === 401
+      return response
+    }
+    const refused = (error: unknown) => isAuthError(error) || unauthorized
+    const authFailure = spec.oauth === false
+      ? new ConnectFailure({
+        reason: "the server answered HTTP 401 (unauthorized) and OAuth is off for it (oauth: false); check the credentials in its headers",
+        auth: false,
+        final: true
+      })
+      : new ConnectFailure({
+        reason: `the server requires authorization (HTTP 401); run \`agent mcp auth ${name}\``,
+        auth: true
+      })
+    const transportOptions = {
+      requestInit: { headers: spec.headers },
+      fetch: watch,
+      ...(authProvider ? { authProvider } : {})
+    }
+
+    const streamable = new StreamableHTTPClientTransport(url, transportOptions)
     const first = makeClient()
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => streamable.terminateSession().catch(() => undefined)).pipe(
@@ -712,18 +997,19 @@ const connectRemote = (spec: RemoteSpec, timeout: number, makeClient: () => Clie
     )
     const viaStreamable = yield* Effect.either(handshake(first, streamable, timeout))
     if (Either.isRight(viaStreamable)) return { client: first, describeClose: () => "the connection was closed" }
-    if (isAuthError(viaStreamable.left)) return yield* authFailure
+    // An auth error stops the fallback: the SSE endpoint would want the same credentials.
+    if (refused(viaStreamable.left)) return yield* authFailure
     // A server that does not answer at all will not answer over SSE either.
     if (isTimeout(viaStreamable.left)) {
       return yield* new ConnectFailure({ reason: describe(viaStreamable.left), auth: false })
     }
 
-    const sse = new SSEClientTransport(url, { requestInit: { headers: spec.headers } })
+    const sse = new SSEClientTransport(url, transportOptions)
     const second = makeClient()
     yield* Effect.addFinalizer(() => closeClient(second))
     const viaSse = yield* Effect.either(handshake(second, sse, timeout))
     if (Either.isRight(viaSse)) return { client: second, describeClose: () => "the connection was closed" }
-    if (isAuthError(viaSse.left)) return yield* authFailure
+    if (refused(viaSse.left)) return yield* authFailure
     return yield* new ConnectFailure({
       reason: `Streamable HTTP: ${describe(viaStreamable.left)}; SSE: ${describe(viaSse.left)}`,
       auth: false
@@ -814,7 +1100,7 @@ class ChildProcessTransport implements Transport {
             continue
           }
           if (message === null) break
-          this.onmessage?.(message)
+          this.deliver(message)
         }
       })
       child.stderr?.on("data", (chunk: Buffer) => {
@@ -849,12 +1135,23 @@ class ChildProcessTransport implements Transport {
     return this.closing
   }
 
+  /**
+   * The SDK runs notification handlers a microtask later but settles a request at once, so a
+   * progress report read in the same chunk as its result would find the request gone. A
+   * response is delivered after the handlers of what came before it have run.
+   */
+  private deliver(message: JSONRPCMessage) {
+    if ("id" in message && ("result" in message || "error" in message)) setImmediate(() => this.onmessage?.(message))
+    else this.onmessage?.(message)
+  }
+
   private finish() {
     if (this.finished) return
     this.finished = true
     this.buffer.clear()
     this.markDone()
-    this.onclose?.()
+    // After the responses still on their way to the client (see `deliver`).
+    setImmediate(() => this.onclose?.())
   }
 
   private async shutdown() {

@@ -24,6 +24,8 @@ const userContent = (parts: ReadonlyArray<Part>, wrap: boolean): UserContent => 
       content.push({ type: "text", text: Prompts.read("session/compaction-question.txt") })
     } else if (part.type === "file") {
       if (part.mime === "text/plain" || part.mime === "application/x-directory") continue
+      // An MCP resource reaches the model as the parts its content was read into, not by its URI.
+      if (part.source?.type === "resource") continue
       content.push({ type: "file", data: part.url, mediaType: part.mime, ...(part.filename ? { filename: part.filename } : {}) })
     }
   }

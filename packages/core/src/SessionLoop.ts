@@ -2,6 +2,7 @@ import {
   type Agent,
   type AgentNotFound,
   type AssistantMessage,
+  type FilePartSource,
   type FinishReason,
   type MessageError,
   type MessageID,
@@ -61,7 +62,14 @@ import { Truncation } from "./Truncate.js"
 
 export type PromptPartInput =
   | { readonly type: "text"; readonly text: string; readonly synthetic?: boolean }
-  | { readonly type: "file"; readonly mime: string; readonly url: string; readonly filename?: string }
+  | {
+    readonly type: "file"
+    readonly mime: string
+    readonly url: string
+    readonly filename?: string
+    /** `{type: "resource", uri, clientName}`: an MCP resource, read through its server and given to the model. */
+    readonly source?: typeof FilePartSource.Type
+  }
   | { readonly type: "agent"; readonly name: string }
   | {
     readonly type: "subtask"
@@ -231,6 +239,63 @@ function make() {
 
     // --- user messages -----------------------------------------------------------------
 
+    /**
+     * The content of an attached MCP resource as parts the model reads: its text in a
+     * synthetic text part, binary content as a file. A resource that cannot be read becomes a
+     * note saying why, so the message is kept and the model can tell the user.
+     */
+    const resourceParts = (source: typeof FilePartSource.Type, url: string) =>
+      Effect.gen(function*() {
+        const uri = source.uri ?? url
+        yield* mcp.ready()
+        let server = source.clientName
+        if (server === undefined) {
+          const listed = yield* mcp.resources().pipe(Effect.orElseSucceed(() => []))
+          server = listed.find((resource) => resource.uri === uri)?.server
+        }
+        const read = server === undefined
+          ? Effect.fail(`no connected MCP server lists it; name the server in the attachment's source.clientName`)
+          : mcp.readResource(server, uri).pipe(Effect.mapError((error) => error.message))
+        const outcome = yield* Effect.either(read)
+        // One pass, so braces inside the resource's own text stay as they are.
+        const fill = (name: string, values: Record<string, string>) =>
+          Prompts.read(name).replace(/\{(\w+)\}/g, (placeholder, key: string) => values[key] ?? placeholder)
+        if (outcome._tag === "Left") {
+          return [{
+            type: "text" as const,
+            synthetic: true,
+            text: fill("session/mcp-resource-failed.txt", { uri, server: server ?? "(unknown)", error: outcome.left })
+          }]
+        }
+        const texts: Array<string> = []
+        const files: Array<Omit<Extract<Part, { type: "file" }>, "id" | "sessionID" | "messageID">> = []
+        for (const content of outcome.right) {
+          if (content.text !== undefined) texts.push(content.text)
+          else if (content.blob !== undefined) {
+            const mime = content.mimeType ?? "application/octet-stream"
+            // Text sent base64-encoded is still text.
+            if (mime.startsWith("text/")) {
+              texts.push(Buffer.from(content.blob, "base64").toString("utf8"))
+              continue
+            }
+            texts.push(`[binary content ${content.uri} (${mime}) attached]`)
+            files.push({ type: "file", mime, url: `data:${mime};base64,${content.blob}`, filename: path.basename(content.uri) })
+          }
+        }
+        return [
+          {
+            type: "text" as const,
+            synthetic: true,
+            text: fill("session/mcp-resource.txt", {
+              uri,
+              server: server!,
+              content: texts.length > 0 ? texts.join("\n\n") : "(the resource is empty)"
+            })
+          },
+          ...files
+        ]
+      })
+
     const resolveAgent = (name: string | undefined) =>
       name === undefined ? agents.defaultAgent().pipe(Effect.orDie) : agents.get(name)
 
@@ -280,7 +345,14 @@ function make() {
           part.type === "text"
             ? { ...base, type: "text", text: part.text, ...(part.synthetic ? { synthetic: true } : {}) }
             : part.type === "file"
-            ? { ...base, type: "file", mime: part.mime, url: part.url, ...(part.filename ? { filename: part.filename } : {}) }
+            ? {
+              ...base,
+              type: "file",
+              mime: part.mime,
+              url: part.url,
+              ...(part.filename ? { filename: part.filename } : {}),
+              ...(part.source ? { source: part.source } : {})
+            }
             : part.type === "agent"
             ? { ...base, type: "agent", name: part.name }
             : {
@@ -294,6 +366,13 @@ function make() {
             }
         yield* store.upsertPart(stored)
         parts.push(stored)
+        if (part.type === "file" && part.source?.type === "resource") {
+          for (const extra of yield* resourceParts(part.source, part.url)) {
+            const added: Part = { ...extra, id: Identifier.ascending("part") as PartID, sessionID: info.sessionID, messageID: info.id }
+            yield* store.upsertPart(added)
+            parts.push(added)
+          }
+        }
       }
       return { info, parts } satisfies LiveMessage
     })

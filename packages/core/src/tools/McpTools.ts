@@ -163,8 +163,14 @@ const contentsResult = (server: string, uri: string, contents: ReadonlyArray<Mcp
   }
 }
 
+const TemplateParameters = Schema.Struct({
+  server: Schema.optional(
+    Schema.String.annotations({ description: "Only list the resource templates of this MCP server (default: all servers)" })
+  )
+})
+
 /**
- * `list_mcp_resources` and `read_mcp_resource` over the given `Mcp` service. Failures of the
+ * `list_mcp_resources`, `list_mcp_resource_templates` and `read_mcp_resource` over the given `Mcp` service. Failures of the
  * server become tool errors the model can read.
  */
 export const resourceTools = (mcp: Mcp["Type"]): ReadonlyArray<Tool.AnyTool> => [
@@ -190,6 +196,30 @@ export const resourceTools = (mcp: Mcp["Type"]): ReadonlyArray<Tool.AnyTool> => 
             )
             .join("\n")
         return { title: `${resources.length} resources`, output, metadata: { count: resources.length } }
+      })
+  }),
+  Tool.make({
+    id: "list_mcp_resource_templates",
+    description: Prompts.read("tool/list_mcp_resource_templates.txt"),
+    parameters: TemplateParameters,
+    execute: (params, context) =>
+      Effect.gen(function*() {
+        yield* context.ask({ permission: "list_mcp_resource_templates", patterns: ["*"], always: ["*"] })
+        const templates = yield* mcp.resourceTemplates(params.server).pipe(
+          Effect.mapError((error) => new Tool.ToolExecutionError({ tool: "list_mcp_resource_templates", detail: error.message }))
+        )
+        const output = templates.length === 0
+          ? params.server === undefined
+            ? "No MCP server offers resource templates."
+            : `The MCP server ${params.server} offers no resource templates.`
+          : templates
+            .map((template) =>
+              `${template.server} ${template.uriTemplate}` +
+              ` (${[template.name, template.mimeType].filter((part) => part !== undefined).join(", ")})` +
+              (template.description ? ` - ${template.description}` : "")
+            )
+            .join("\n")
+        return { title: `${templates.length} resource templates`, output, metadata: { count: templates.length } }
       })
   }),
   Tool.make({

@@ -92,11 +92,13 @@ describe("everything server over HTTP", () => {
       expect(Date.now() - started).toBeLessThan(3_000)
       expect((yield* mcp.status()).locked).toEqual({
         status: "needs_auth",
-        error: "the server requires authorization (HTTP 401); run the MCP auth flow for it"
+        error: "the server requires authorization (HTTP 401); run `agent mcp auth locked`"
       })
-      // Only Streamable HTTP's POST: no SSE GET after the auth error, and no retries.
+      // One POST to the endpoint (the rest is the SDK looking for OAuth metadata): no SSE GET
+      // after the auth error, and no retries.
       yield* Effect.sleep("1500 millis")
-      expect(server.requests).toEqual(["POST /mcp secret"])
+      const toEndpoint = server.requests.filter((line) => !line.includes(" /.well-known/"))
+      expect(toEndpoint).toEqual(["POST /mcp secret"])
       expect(yield* mcp.tools()).toEqual([])
     }), 30_000)
 

@@ -125,7 +125,8 @@ describe("everything server over stdio", () => {
       expect(contents[0]!.uri).toBe(document!.uri)
       expect(contents[0]!.text!.length).toBeGreaterThan(0)
 
-      const [list, read] = resourceTools(mcp)
+      const [list, templates, read] = resourceTools(mcp)
+      expect([list!.id, templates!.id, read!.id]).toEqual(["list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"])
       const { context, asked } = makeContext()
       const listed = yield* runTool(list!, {}, context)
       expect(listed.output.split("\n")).toContain(
@@ -134,7 +135,26 @@ describe("everything server over stdio", () => {
       )
       const readBack = yield* runTool(read!, { server: "everything", uri: document!.uri }, context)
       expect(readBack.output).toBe(contents[0]!.text)
-      expect(asked.map((ask) => ask.permission)).toEqual(["list_mcp_resources", "read_mcp_resource"])
+
+      // Templated resources are not listed one by one; the templates say how to name them.
+      expect(resources.some((resource) => resource.uri.startsWith("demo://resource/dynamic/text/"))).toBe(false)
+      const templateList = yield* mcp.resourceTemplates()
+      expect(templateList).toContainEqual(expect.objectContaining({
+        server: "everything",
+        uriTemplate: "demo://resource/dynamic/text/{resourceId}",
+        mimeType: "text/plain"
+      }))
+      expect(yield* mcp.resourceTemplates("everything")).toEqual(templateList)
+      const templateOutput = (yield* runTool(templates!, { server: "everything" }, context)).output.split("\n")
+      expect(templateOutput.some((line) => line.startsWith("everything demo://resource/dynamic/text/{resourceId} ("))).toBe(true)
+      const fromTemplate = yield* runTool(read!, { server: "everything", uri: "demo://resource/dynamic/text/7" }, context)
+      expect(fromTemplate.output).toMatch(/^Resource 7: This is a plaintext resource created at /)
+      expect(asked.map((ask) => ask.permission)).toEqual([
+        "list_mcp_resources",
+        "read_mcp_resource",
+        "list_mcp_resource_templates",
+        "read_mcp_resource"
+      ])
 
       const unknown = yield* Effect.flip(runTool(read!, { server: "nowhere", uri: "demo://x" }, context))
       expect(unknown.message).toBe("There is no MCP server named nowhere. Configured servers: everything.")

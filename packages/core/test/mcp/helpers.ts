@@ -127,7 +127,7 @@ export const isAlive = (pid: number) => {
   }
 }
 
-const freePort = Effect.async<number>((resume) => {
+export const freePort = Effect.async<number>((resume) => {
   const server = net.createServer()
   server.listen(0, "127.0.0.1", () => {
     const address = server.address()
