@@ -336,6 +336,35 @@ export class InstanceApi extends HttpApiGroup.make("instance")
 {}
 
 /** The event stream: `text/event-stream` of `{id, type, properties}` objects. */
+const McpName = Schema.Struct({ name: Schema.String })
+
+export class McpApi extends HttpApiGroup.make("mcp")
+  .add(
+    HttpApiEndpoint.post("connect", "/mcp/:name/connect")
+      .setPath(McpName)
+      .setUrlParams(Schema.Struct(Directory))
+      .addSuccess(Schema.Boolean)
+      .addError(NotFoundError)
+      .addError(BadRequestError)
+  )
+  .add(
+    HttpApiEndpoint.post("disconnect", "/mcp/:name/disconnect")
+      .setPath(McpName)
+      .setUrlParams(Schema.Struct(Directory))
+      .addSuccess(Schema.Boolean)
+      .addError(NotFoundError)
+      .addError(BadRequestError)
+  )
+  .add(
+    HttpApiEndpoint.del("logout", "/mcp/:name/auth")
+      .setPath(McpName)
+      .setUrlParams(Schema.Struct(Directory))
+      .addSuccess(Schema.Struct({ success: Schema.Literal(true), removed: Schema.Boolean }))
+      .addError(NotFoundError)
+      .addError(BadRequestError)
+  )
+{}
+
 export class EventApi extends HttpApiGroup.make("event")
   .add(
     HttpApiEndpoint.get("subscribe", "/event")
@@ -349,5 +378,6 @@ export class AgentApi extends HttpApi.make("agent")
   .add(PermissionApi)
   .add(QuestionApi)
   .add(InstanceApi)
+  .add(McpApi)
   .add(EventApi)
 {}

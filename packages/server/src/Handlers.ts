@@ -299,6 +299,31 @@ export const InstanceHandlers = HttpApiBuilder.group(AgentApi, "instance", (hand
       .handle("health", () => Effect.succeed({ healthy: true as const, version: VERSION }))
   }))
 
+export const McpHandlers = HttpApiBuilder.group(AgentApi, "mcp", (handlers) =>
+  Effect.gen(function*() {
+    const mcp = yield* Mcp
+    const known = (name: string) =>
+      mcp.status().pipe(
+        Effect.filterOrFail(
+          (statuses) => name in statuses,
+          (statuses) => NotFoundError.of(`no MCP server named "${name}"; configured: ${Object.keys(statuses).join(", ") || "none"}`)
+        )
+      )
+    return handlers
+      .handle("connect", ({ path }) =>
+        known(path.name).pipe(
+          Effect.zipRight(mcp.connect(path.name).pipe(Effect.mapError(badRequest))),
+          Effect.map((status) => status.status === "connected")
+        ))
+      .handle("disconnect", ({ path }) =>
+        known(path.name).pipe(Effect.zipRight(mcp.disconnect(path.name).pipe(Effect.mapError(badRequest))), Effect.as(true)))
+      .handle("logout", ({ path }) =>
+        known(path.name).pipe(
+          Effect.zipRight(mcp.logout(path.name).pipe(Effect.mapError(badRequest))),
+          Effect.map(({ removed }) => ({ success: true as const, removed }))
+        ))
+  }))
+
 const encoder = new TextEncoder()
 const frame = (event: ServerEvent) =>
   encoder.encode(`${event.id !== undefined ? `id: ${event.id}\n` : ""}data: ${JSON.stringify(event)}\n\n`)
@@ -336,4 +361,11 @@ export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) 
       }))
   }))
 
-export const ApiHandlers = Layer.mergeAll(SessionHandlers, PermissionHandlers, QuestionHandlers, InstanceHandlers, EventHandlers)
+export const ApiHandlers = Layer.mergeAll(
+  SessionHandlers,
+  PermissionHandlers,
+  QuestionHandlers,
+  InstanceHandlers,
+  McpHandlers,
+  EventHandlers
+)

@@ -260,3 +260,24 @@ describe("the server through @opencode-ai/sdk", () => {
       expect(steadyTools.map((part) => part.state.status)).toEqual(["completed"])
     }))
 })
+
+describe("MCP through the server", () => {
+  it.scopedLive("status, disconnect and connect of a real stdio server; unknown names are 404", () =>
+    Effect.gen(function*() {
+      const fixture = new URL("../../core/test/mcp/fixtures/server.mjs", import.meta.url).pathname
+      const { client } = yield* serve({
+        model: ScriptedModel.make(["x"]),
+        files: { "project/agent.json": { mcp: { fixture: { type: "local", command: ["node", fixture] } } } }
+      })
+      yield* eventually(async () => ((await client.mcp.status()).data as any)?.fixture?.status === "connected" ? true : undefined)
+      const off = yield* Effect.promise(() => client.mcp.disconnect({ path: { name: "fixture" } }))
+      expect(off.data).toBe(true)
+      expect(((yield* Effect.promise(() => client.mcp.status())).data as any).fixture.status).toBe("disabled")
+      const on = yield* Effect.promise(() => client.mcp.connect({ path: { name: "fixture" } }))
+      expect(on.data).toBe(true)
+      expect(((yield* Effect.promise(() => client.mcp.status())).data as any).fixture.status).toBe("connected")
+      const unknown = yield* Effect.promise(() => client.mcp.connect({ path: { name: "nope" } }))
+      expect(unknown.response.status).toBe(404)
+      expect(JSON.stringify(unknown.error)).toContain("fixture")
+    }))
+})
