@@ -1,4 +1,3 @@
-import { makeAppLayer } from "@agent/core"
 import { ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -7,7 +6,15 @@ import { run } from "./Cli.js"
 import { ExitCode } from "./ExitCode.js"
 
 /** Errors caused by what the user typed or configured, as opposed to failures while running. */
-const USAGE_ERRORS = new Set(["ConfigError", "DefaultAgentError", "AgentNotFound", "UsageError", "SessionNotFound"])
+const USAGE_ERRORS = new Set([
+  "ConfigError",
+  "DefaultAgentError",
+  "AgentNotFound",
+  "UsageError",
+  "SessionNotFound",
+  "SessionImportError",
+  "ModelNotConfigured"
+])
 
 /** Logs go to stderr, so stdout carries only answers and JSON events; warnings and up by default. */
 const logging = Layer.merge(
@@ -23,13 +30,14 @@ const logging = Layer.merge(
 
 export const main = (argv: ReadonlyArray<string>) =>
   run(argv).pipe(
-    Effect.provide(Layer.mergeAll(makeAppLayer(), NodeContext.layer, logging)),
+    // Each command builds the part of the runtime it needs (see Layers.ts).
+    Effect.provide(Layer.merge(NodeContext.layer, logging)),
     Effect.map((code) => (typeof code === "number" ? code : ExitCode.ok)),
     Effect.catchAll((error) => {
       // @effect/cli has already printed the problem and the help text.
       if (ValidationError.isValidationError(error)) return Effect.succeed(ExitCode.usage)
       const tag = (error as { _tag?: string })._tag ?? ""
-      const code = USAGE_ERRORS.has(tag) || tag === "ModelNotConfigured" ? ExitCode.usage : ExitCode.runtime
+      const code = USAGE_ERRORS.has(tag) ? ExitCode.usage : ExitCode.runtime
       return Console.error(`agent: ${(error as Error).message}`).pipe(Effect.as(code))
     }),
     Effect.catchAllDefect((defect) =>

@@ -1,0 +1,20 @@
+import { Args, Command } from "@effect/cli"
+import { Console, Effect } from "effect"
+
+export type Shell = "bash" | "zsh" | "fish"
+
+const shell = Args.choice<Shell>([["bash", "bash"], ["zsh", "zsh"], ["fish", "fish"]], { name: "shell" }).pipe(
+  Args.withDescription("bash, zsh or fish")
+)
+
+export const completion = Command.make("completion", { shell }, (input) =>
+  Effect.gen(function*() {
+    // The command tree includes this command, so it is loaded when needed, not imported.
+    const { completionScript } = yield* Effect.promise(() => import("./Cli.js"))
+    yield* Console.log((yield* completionScript(input.shell)).join("\n"))
+  })).pipe(
+    Command.withDescription(
+      "Print a shell completion script: source <(agent completion bash), agent completion zsh > ~/.zfunc/_agent, " +
+        "agent completion fish > ~/.config/fish/completions/agent.fish"
+    )
+  )
