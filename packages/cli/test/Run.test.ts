@@ -1,72 +1,9 @@
-import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
+import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
+import { agent, events, project } from "./AgentProcess.js"
 
-const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
 const { text, toolCall } = ScriptedModel
-
-interface Result {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Runs the built CLI as a user would; the scripted model server answers over HTTP. */
-const agent = (
-  box: TestInstance.Sandbox,
-  args: ReadonlyArray<string>,
-  options: { readonly stdin?: string | "open"; readonly signalAfter?: (stdout: string) => boolean } = {}
-) =>
-  Effect.async<Result>((resume) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      cwd: box.instance.directory,
-      env: { ...box.instance.env } as NodeJS.ProcessEnv,
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    let signalled = false
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString()
-      if (!signalled && options.signalAfter?.(stdout)) {
-        signalled = true
-        child.kill("SIGINT")
-      }
-    })
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    if (options.stdin === undefined) child.stdin.end()
-    else if (options.stdin !== "open") child.stdin.end(options.stdin)
-    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
-    child.on("exit", (code) => {
-      clearTimeout(timer)
-      resume(Effect.succeed({ code, stdout, stderr }))
-    })
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
-
-/** A project whose config points at the mock server (titles come from a second one). */
-const project = (url: string, extra: object = {}, files: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const titles = yield* MockOpenAIServer.start(Array.from({ length: 10 }, () => "A title"))
-    return yield* TestInstance.sandbox({
-    files: {
-      "project/agent.json": {
-        model: "mock/model-a",
-        small_model: "titles/small",
-        provider: {
-          mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": {} } },
-          titles: { npm: "@ai-sdk/openai-compatible", options: { baseURL: titles.url }, models: { small: {} } }
-        },
-        ...extra
-      },
-      ...files
-    }
-    })
-  })
-
-const events = (stdout: string) => stdout.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as { type: string } & Record<string, any>)
 
 describe("agent run", () => {
   it.scopedLive("runs a tool session and prints OpenCode's JSON events, ending with a result", () =>
