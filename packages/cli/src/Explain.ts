@@ -12,7 +12,10 @@ export const describeSource = (rule: PermissionRule) => {
   return `${source.layer}${where ? `: ${where}` : ""}`
 }
 
-const describeRule = (rule: PermissionRule) => `${rule.permission} ${JSON.stringify(rule.pattern)} → ${rule.action}  [${describeSource(rule)}]`
+const describeRule = (rule: PermissionRule) => {
+  const source = describeSource(rule)
+  return `${rule.permission} ${JSON.stringify(rule.pattern)} → ${rule.action}${source ? `  [${source}]` : ""}`
+}
 
 export interface Decision {
   readonly agent: string
