@@ -46,6 +46,8 @@ export const main = (argv: ReadonlyArray<string>) =>
     Effect.flatMap((code) => Effect.sync(() => void (process.exitCode = code))),
     (effect) =>
       NodeRuntime.runMain(effect, {
+        // Logs go to stderr through `logging`; the pretty logger would print them on stdout.
+        disablePrettyLogger: true,
         // A signal interrupts the program after the run was aborted and reported: exit 130.
         teardown: (exit, onExit) =>
           onExit(Exit.isFailure(exit) ? (Cause.isInterruptedOnly(exit.cause) ? ExitCode.interrupted : ExitCode.runtime) : Number(process.exitCode ?? 0))
