@@ -1,7 +1,7 @@
-import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
+import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { agent, events, project } from "./AgentProcess.js"
+import { agent, events, mockConfig, project } from "./AgentProcess.js"
 
 const { text, toolCall } = ScriptedModel
 
@@ -118,5 +118,43 @@ describe("agent run", () => {
       })
       expect(result.code).toBe(130)
       expect(events(result.stdout).at(-1)).toMatchObject({ type: "result", status: "aborted", exitCode: 130 })
+    }))
+})
+
+describe("agent run --dir", () => {
+  it.scopedLive("runs as if started in that directory: its config, its files, -f relative to it", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("read", { filePath: "a.txt" })], "It says alpha."])
+      const titles = yield* MockOpenAIServer.start(["A title"])
+      const box = yield* TestInstance.sandbox({
+        files: {
+          "elsewhere/agent.json": mockConfig(server.url, titles.url),
+          "elsewhere/a.txt": "alpha\n",
+          "elsewhere/brief.md": "the brief\n"
+        }
+      })
+      const result = yield* agent(box, ["run", "--dir", "../elsewhere", "-f", "brief.md", "--format", "json", "what does a.txt say?"])
+      expect(result.code, result.stderr).toBe(0)
+      const lines = events(result.stdout)
+      expect(lines.find((line) => line.type === "tool_use")!.part.state).toMatchObject({ status: "completed", title: "a.txt" })
+      expect(JSON.stringify(server.requests[0]!.messages)).toContain("the brief")
+      expect(JSON.stringify(server.requests[0]!.messages)).toContain(box.path("elsewhere"))
+
+      const missing = yield* agent(box, ["run", "--dir", "../nowhere", "hi"])
+      expect(missing.code).toBe(2)
+      expect(missing.stderr).toContain("--dir: no such directory: ../nowhere")
+      expect(server.requests).toHaveLength(2)
+    }))
+})
+
+describe("agent run output", () => {
+  it.scopedLive("warnings (a broken MCP server) go to stderr; stdout stays one JSON event per line", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start(["Fine."])
+      const box = yield* project(server.url, { mcp: { broken: { type: "local", command: ["node", "-e", "process.exit(3)"] } } }, {})
+      const result = yield* agent(box, ["run", "--format", "json", "hello"])
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stderr).toMatch(/level=WARN .*MCP server broken/)
+      expect(events(result.stdout).map((line) => line.type)).toEqual(["step_start", "text", "step_finish", "result"])
     }))
 })
