@@ -66,6 +66,18 @@ describe("agent run in a terminal", () => {
       expect(server.requests).toHaveLength(1)
     }), 60_000)
 
+  it.scopedLive("Ctrl-C while a permission question is open aborts the run: exit 130", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "make", description: "Build" })], "never"])
+      const box = yield* project(server.url, { permission: { bash: "ask" } })
+      const user = yield* terminal(box, ["run", "build it"])
+      yield* user.waitFor(/Allow bash "make"\?.*: /)
+      yield* user.type("\x03")
+      yield* user.waitFor(/agent: run aborted/)
+      expect(yield* user.exited).toBe(130)
+      expect(server.requests).toHaveLength(1)
+    }), 60_000)
+
   it.scopedLive("--interactive without a terminal is a usage error", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([])
