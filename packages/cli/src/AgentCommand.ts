@@ -1,4 +1,5 @@
-import { Command, Options } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { lazy } from "./Lazy.js"
 import { format } from "./Options.js"
 

@@ -1,5 +1,5 @@
-import { Command } from "@effect/cli"
-import type { Effect } from "effect"
+import * as Command from "@effect/cli/Command"
+import type * as Effect from "effect/Effect"
 import { agentCommand } from "./AgentCommand.js"
 import { completion, type Shell } from "./CompletionCommand.js"
 import { debug } from "./DebugCommand.js"

@@ -1,5 +1,7 @@
-import { Args, Command } from "@effect/cli"
-import { Console, Effect } from "effect"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
 
 export type Shell = "bash" | "zsh" | "fish"
 

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 
 /**
  * Runs a command's handler from a module loaded only when the command runs, so that

@@ -1,4 +1,4 @@
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { lazy } from "./Lazy.js"
 import { format } from "./Options.js"
 

@@ -1,4 +1,4 @@
-import { Options } from "@effect/cli"
+import * as Options from "@effect/cli/Options"
 
 /** `--format default|json`, shared by every command that can print JSON. */
 export const format = Options.choice("format", ["default", "json"]).pipe(

@@ -1,4 +1,6 @@
-import { Args, Command, Options } from "@effect/cli"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { lazy } from "./Lazy.js"
 
 const message = Args.text({ name: "message" }).pipe(Args.repeated)
