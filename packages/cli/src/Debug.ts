@@ -1,4 +1,5 @@
-import { ConfigService } from "@agent/core"
+// Module by module, so the bundle's chunk for this command holds only what it uses.
+import { ConfigService } from "@agent/core/ConfigService"
 import { Console, Effect, Option } from "effect"
 import * as Layers from "./Layers.js"
 

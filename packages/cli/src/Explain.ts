@@ -1,4 +1,9 @@
-import { AgentRegistry, ApprovalStore, Instance, Permission, PermissionPolicy } from "@agent/core"
+// Module by module, so the bundle's chunk for this command holds only what it uses.
+import * as Permission from "@agent/core/Permission"
+import { AgentRegistry } from "@agent/core/AgentRegistry"
+import { ApprovalStore } from "@agent/core/ApprovalStore"
+import { Instance } from "@agent/core/Instance"
+import { PermissionPolicy } from "@agent/core/PermissionPolicy"
 import type { PermissionAction, PermissionRule } from "@agent/domain"
 import { Console, Effect, Option } from "effect"
 import * as Layers from "./Layers.js"

@@ -1,26 +1,19 @@
-import {
-  AgentRegistry,
-  ApprovalStore,
-  Bus,
-  ConfigService,
-  Database,
-  Instance,
-  makeAppLayer,
-  Mcp,
-  PermissionPolicy,
-  SessionStore
-} from "@agent/core"
+// Module by module, so the bundle's chunk for this command holds only what it uses.
+import * as Database from "@agent/core/Database"
+import { AgentRegistry } from "@agent/core/AgentRegistry"
+import { ApprovalStore } from "@agent/core/ApprovalStore"
+import { Bus } from "@agent/core/Bus"
+import { ConfigService } from "@agent/core/ConfigService"
+import { Instance } from "@agent/core/Instance"
+import { PermissionPolicy } from "@agent/core/PermissionPolicy"
+import { SessionStore } from "@agent/core/SessionStore"
 import { Layer } from "effect"
 
 /**
- * The parts of the runtime each command needs, all from the same nodes as `makeAppLayer`.
- * Only `run` builds the whole graph; listing sessions or explaining a rule does not start
- * MCP servers or build providers.
+ * The parts of the runtime the inspecting commands need, from the same nodes as `makeAppLayer`
+ * (which `run` uses whole): listing sessions or explaining a rule starts no MCP server, builds
+ * no provider, and loads neither library. `McpList.ts` adds the MCP node itself.
  */
-
-/** Everything a run needs, in `directory` (default: the current directory). */
-export const app = (directory?: string) =>
-  makeAppLayer(directory === undefined ? {} : { instance: Instance.layerWith({ directory }) })
 
 /** The session store over the database. */
 export const storage = SessionStore.layer.pipe(
@@ -39,6 +32,3 @@ export const decisions = Layer.mergeAll(AgentRegistry.layer, PermissionPolicy.la
   Layer.provideMerge(Layer.mergeAll(ConfigService.layer, Database.layer)),
   Layer.provideMerge(Instance.layer)
 )
-
-/** The MCP servers of the configuration, connecting in the background. */
-export const mcp = Mcp.layer.pipe(Layer.provideMerge(Layer.mergeAll(ConfigService.layer, Bus.layer)), Layer.provideMerge(Instance.layer))

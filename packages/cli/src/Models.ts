@@ -1,4 +1,7 @@
-import { ConfigService, Instance, providerCatalog } from "@agent/core"
+// Module by module, so the bundle's chunk for this command holds only what it uses.
+import { ConfigService } from "@agent/core/ConfigService"
+import { Instance } from "@agent/core/Instance"
+import { providerCatalog } from "@agent/core/ProviderRegistry"
 import { Console, Effect } from "effect"
 import { table } from "./Format.js"
 import * as Layers from "./Layers.js"

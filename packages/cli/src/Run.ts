@@ -1,6 +1,7 @@
 import {
   Bus,
   Instance,
+  makeAppLayer,
   PermissionService,
   QuestionService,
   type PromptPartInput,
@@ -22,7 +23,6 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import { ExitCode, UsageError } from "./ExitCode.js"
-import * as Layers from "./Layers.js"
 import type { RunInput } from "./RunCommand.js"
 
 /** Exit code for each way a run can end. */
@@ -241,7 +241,10 @@ export const run = (input: RunInput) =>
     if (input.interactive && !terminal) {
       return yield* new UsageError({ message: "--interactive needs a terminal on stdin and stderr" })
     }
-    return yield* session(input, terminal).pipe(Effect.provide(Layers.app(directory)))
+    // The whole runtime, in `--dir` when given.
+    return yield* session(input, terminal).pipe(
+      Effect.provide(makeAppLayer(directory === undefined ? {} : { instance: Instance.layerWith({ directory }) }))
+    )
   })
 
 const session = (input: RunInput, terminal: boolean) =>

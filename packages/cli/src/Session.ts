@@ -1,4 +1,5 @@
-import { SessionStore } from "@agent/core"
+// Module by module, so the bundle's chunk for this command holds only what it uses.
+import { SessionStore } from "@agent/core/SessionStore"
 import {
   type MessageWithParts,
   type Part,
