@@ -1,29 +1,10 @@
-import { AGENT_TOOLS, AgentGenerator } from "@agent/core"
+// Loaded only when `agent agent create` runs (see AgentCommand.ts and Lazy.ts).
+import { AGENT_TOOLS, AgentGenerator, makeAppLayer } from "@agent/core"
 import { type AgentMode, parseModelRef } from "@agent/domain"
-import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import * as readline from "node:readline"
 import { UsageError } from "./ExitCode.js"
-
-const MODES = ["primary", "subagent", "all"] as const
-
-const options = {
-  description: Options.text("description").pipe(
-    Options.withAlias("d"),
-    Options.withDescription("what the agent should do and when to use it"),
-    Options.optional
-  ),
-  mode: Options.choice("mode", MODES).pipe(
-    Options.withDescription("primary (chosen by the user), subagent (called by other agents) or all (default)"),
-    Options.optional
-  ),
-  tools: Options.text("tools").pipe(
-    Options.withDescription(`comma-separated tools it may use (default all): ${Object.keys(AGENT_TOOLS).join(", ")}`),
-    Options.optional
-  ),
-  global: Options.boolean("global").pipe(Options.withDescription("write to the global config dir instead of the project's .agent/agent/")),
-  model: Options.text("model").pipe(Options.withAlias("m"), Options.withDescription("provider/model that writes the agent"), Options.optional)
-}
+import type { AgentCreateInput } from "./AgentCommand.js"
 
 /** One question on the terminal; the answer trimmed. */
 const ask = (question: string) =>
@@ -46,7 +27,7 @@ const parseTools = (value: string): Effect.Effect<ReadonlyArray<string> | undefi
     : Effect.succeed(names)
 }
 
-export const agentCreateCommand = Command.make("create", options, (input) =>
+export const create = (input: AgentCreateInput) =>
   Effect.gen(function*() {
     const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true
     const model = Option.isSome(input.model) ? parseModelRef(input.model.value) : undefined
@@ -81,5 +62,4 @@ export const agentCreateCommand = Command.make("create", options, (input) =>
     yield* Console.log(`Created agent "${created.name}" (${created.mode}) in ${created.file}`)
     if (created.denied.length > 0) yield* Console.log(`Denied: ${created.denied.join(", ")}`)
     yield* Console.log(`When to use: ${created.description}`)
-  })
-).pipe(Command.withDescription("Generate an agent from a description with the model and save it as a markdown agent file"))
+  }).pipe(Effect.provide(makeAppLayer()))

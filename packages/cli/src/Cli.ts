@@ -1,21 +1,32 @@
-import { Command } from "@effect/cli"
-import { agentCreateCommand } from "./AgentCreate.js"
-import { debug } from "./Debug.js"
-import { mcp } from "./McpAuth.js"
-import { runCommand } from "./Run.js"
-import { serveCommand } from "./Serve.js"
+import * as Command from "@effect/cli/Command"
+import type * as Effect from "effect/Effect"
+import { agentCommand } from "./AgentCommand.js"
+import { completion, type Shell } from "./CompletionCommand.js"
+import { debug } from "./DebugCommand.js"
+import { mcp } from "./McpCommand.js"
+import { models } from "./ModelsCommand.js"
+import { permission } from "./PermissionCommand.js"
+import { runCommand } from "./RunCommand.js"
+import { serveCommand } from "./ServeCommand.js"
+import { session } from "./SessionCommand.js"
 import { VERSION } from "./Version.js"
 
-const agents = Command.make("agent").pipe(Command.withDescription("Manage agents"), Command.withSubcommands([agentCreateCommand]))
-
-// @effect/cli prefixes the root's name to argv and then splits it at the first word that names a
-// subcommand, so no subcommand may be spelled like the root: the root is "Agent" to allow `agent agent`.
-export const agent = Command.make("Agent").pipe(
+// Command modules define arguments only; each handler loads the runtime when it runs (see Lazy.ts).
+export const agent = Command.make("agent").pipe(
   Command.withDescription(
     "An AI coding agent runtime. Exit codes: 0 done, 1 runtime error, 2 usage or configuration error, " +
       "3 stopped by a permission rejection, 4 a limit was hit (steps, time, stall, budget), 130 interrupted."
   ),
-  Command.withSubcommands([runCommand, serveCommand, debug, agents, mcp])
+  Command.withSubcommands([runCommand, serveCommand, session, agentCommand, permission, models, mcp, debug, completion])
 )
 
 export const run = Command.run(agent, { name: "agent", version: VERSION })
+
+const completionScripts = {
+  bash: Command.getBashCompletions,
+  zsh: Command.getZshCompletions,
+  fish: Command.getFishCompletions
+} as const
+
+/** The completion script of the whole command tree for one shell. */
+export const completionScript = (shell: Shell): Effect.Effect<Array<string>> => completionScripts[shell](agent, "agent")

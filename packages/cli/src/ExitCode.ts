@@ -1,4 +1,4 @@
-import { Data } from "effect"
+import * as Data from "effect/Data"
 
 /** Exit codes a script can rely on (documented in the README and `agent --help`). */
 export const ExitCode = {

@@ -1,13 +1,26 @@
-import { makeAppLayer } from "@agent/core"
-import { ValidationError } from "@effect/cli"
+import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Console, Effect, Exit, Layer, Logger, LogLevel } from "effect"
+import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import { run } from "./Cli.js"
 import { ExitCode, shutdown } from "./ExitCode.js"
 
 /** Errors caused by what the user typed or configured, as opposed to failures while running. */
-const USAGE_ERRORS = new Set(["ConfigError", "DefaultAgentError", "AgentNotFound", "UsageError", "SessionNotFound"])
+const USAGE_ERRORS = new Set([
+  "ConfigError",
+  "DefaultAgentError",
+  "AgentNotFound",
+  "UsageError",
+  "SessionNotFound",
+  "SessionImportError",
+  "ModelNotConfigured"
+])
 
 /** Logs go to stderr, so stdout carries only answers and JSON events; warnings and up by default. */
 const logging = Layer.merge(
@@ -23,13 +36,14 @@ const logging = Layer.merge(
 
 export const main = (argv: ReadonlyArray<string>) =>
   run(argv).pipe(
-    Effect.provide(Layer.mergeAll(makeAppLayer(), NodeContext.layer, logging)),
+    // Each command builds the part of the runtime it needs (see Layers.ts).
+    Effect.provide(Layer.merge(NodeContext.layer, logging)),
     Effect.map((code) => (typeof code === "number" ? code : ExitCode.ok)),
     Effect.catchAll((error) => {
       // @effect/cli has already printed the problem and the help text.
       if (ValidationError.isValidationError(error)) return Effect.succeed(ExitCode.usage)
       const tag = (error as { _tag?: string })._tag ?? ""
-      const code = USAGE_ERRORS.has(tag) || tag === "ModelNotConfigured" ? ExitCode.usage : ExitCode.runtime
+      const code = USAGE_ERRORS.has(tag) ? ExitCode.usage : ExitCode.runtime
       return Console.error(`agent: ${(error as Error).message}`).pipe(Effect.as(code))
     }),
     Effect.catchAllDefect((defect) =>
@@ -38,6 +52,8 @@ export const main = (argv: ReadonlyArray<string>) =>
     Effect.flatMap((code) => Effect.sync(() => void (process.exitCode = code))),
     (effect) =>
       NodeRuntime.runMain(effect, {
+        // Logs go to stderr through `logging`; the pretty logger would print them on stdout.
+        disablePrettyLogger: true,
         // A signal interrupts the program after the run was aborted and reported: exit 130.
         teardown: (exit, onExit) =>
           onExit(Exit.isFailure(exit) ? (Cause.isInterruptedOnly(exit.cause) ? (shutdown.graceful ? ExitCode.ok : ExitCode.interrupted) : ExitCode.runtime) : Number(process.exitCode ?? 0))

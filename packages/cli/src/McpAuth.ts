@@ -1,10 +1,11 @@
-import { Mcp, McpTools } from "@agent/core"
-import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect } from "effect"
+// Loaded only when `agent mcp auth|logout` runs (see McpCommand.ts and Lazy.ts).
+import { Bus, ConfigService, Instance, Mcp, McpTools } from "@agent/core"
+import { Console, Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
 import { ExitCode, UsageError } from "./ExitCode.js"
 
-const serverName = Args.text({ name: "name" }).pipe(Args.withDescription("the MCP server, as named in the config (mcp.<name>)"))
+/** The MCP service alone: no providers, no model libraries. */
+const servers = Mcp.layer.pipe(Layer.provideMerge(Layer.mergeAll(ConfigService.layer, Bus.layer)), Layer.provideMerge(Instance.layer))
 
 /** Fails with a usage error unless the config has a server of that name. */
 const requireServer = (mcp: Mcp["Type"], name: string) =>
@@ -37,15 +38,7 @@ const openBrowser = (url: string) =>
     })
   })
 
-export const mcpAuth = Command.make(
-  "auth",
-  {
-    name: serverName,
-    noBrowser: Options.boolean("no-browser").pipe(
-      Options.withDescription("only print the authorization URL, do not open a browser")
-    )
-  },
-  ({ name, noBrowser }) =>
+export const auth = ({ name, noBrowser }: { readonly name: string; readonly noBrowser: boolean }) =>
     Effect.gen(function*() {
       const mcp = yield* Mcp
       yield* requireServer(mcp, name)
@@ -70,10 +63,9 @@ export const mcpAuth = Command.make(
       const tools = (yield* mcp.tools()).filter((tool) => tool.id.startsWith(prefix))
       yield* Console.log(`Connected to ${name}: ${tools.length} tool${tools.length === 1 ? "" : "s"}.`)
       return ExitCode.ok
-    })
-).pipe(Command.withDescription("Authorize with a remote MCP server (OAuth in the browser, answered on a loopback port)"))
+    }).pipe(Effect.provide(servers))
 
-export const mcpLogout = Command.make("logout", { name: serverName }, ({ name }) =>
+export const logout = ({ name }: { readonly name: string }) =>
   Effect.gen(function*() {
     const mcp = yield* Mcp
     yield* requireServer(mcp, name)
@@ -84,12 +76,4 @@ export const mcpLogout = Command.make("logout", { name: serverName }, ({ name })
         : `No credentials were stored for ${name}.`
     )
     return ExitCode.ok
-  })).pipe(Command.withDescription("Forget the OAuth credentials stored for a remote MCP server"))
-
-/** `agent mcp auth|logout`; the `mcp` group may gain more subcommands elsewhere. */
-export const mcpAuthCommands = [mcpAuth, mcpLogout] as const
-
-export const mcp = Command.make("mcp").pipe(
-  Command.withDescription("MCP servers: authorize and log out"),
-  Command.withSubcommands([mcpAuth, mcpLogout])
-)
+  }).pipe(Effect.provide(servers))

@@ -1,6 +1,8 @@
 import {
   Bus,
   CommandRegistry,
+  Instance,
+  makeAppLayer,
   PermissionService,
   QuestionService,
   type PromptPartInput,
@@ -17,36 +19,12 @@ import {
   type QuestionRequest,
   type SessionID
 } from "@agent/domain"
-import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import { ExitCode, UsageError } from "./ExitCode.js"
-
-const message = Args.text({ name: "message" }).pipe(Args.repeated)
-
-const options = {
-  agent: Options.text("agent").pipe(Options.withDescription("agent to run (default: the default agent)"), Options.optional),
-  model: Options.text("model").pipe(Options.withAlias("m"), Options.withDescription("provider/model"), Options.optional),
-  continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("continue the most recent session")),
-  session: Options.text("session").pipe(Options.withAlias("s"), Options.withDescription("session id to continue"), Options.optional),
-  fork: Options.boolean("fork").pipe(Options.withDescription("fork the session given by -c or -s and continue the copy")),
-  title: Options.text("title").pipe(Options.withDescription("title of a new session"), Options.optional),
-  file: Options.text("file").pipe(Options.withAlias("f"), Options.withDescription("attach a file (repeatable)"), Options.repeated),
-  format: Options.choice("format", ["default", "json"]).pipe(
-    Options.withDescription("default: the answer as text; json: one event per line, ending with a result event"),
-    Options.withDefault("default" as const)
-  ),
-  autoApprove: Options.boolean("auto-approve").pipe(
-    Options.withDescription("answer permission asks with \"once\"; deny rules still apply")
-  ),
-  maxSteps: Options.integer("max-steps").pipe(Options.withDescription("stop after this many model steps"), Options.optional),
-  command: Options.text("command").pipe(
-    Options.withDescription("run a custom command (config, .agent/command/*.md, MCP prompts, init); the message is its arguments"),
-    Options.optional
-  )
-}
+import type { RunInput } from "./RunCommand.js"
 
 /** Exit code for each way a run can end. */
 const exitCodeOf = (reason: StopReason): number => {
@@ -161,30 +139,56 @@ const progressLine = (sessionID: SessionID, event: BusEvent): string | undefined
 const describeRequest = (request: PermissionRequest) =>
   `${request.permission} ${request.patterns.map((pattern) => JSON.stringify(pattern)).join(", ")}`
 
-/** Asks the user on the terminal: once, always, reject, or reject with a message. */
+/**
+ * A line reader on the terminal. Readline takes Ctrl-C for itself; it is passed on as
+ * SIGINT so that it still aborts the run (exit 130) while a question is open.
+ */
+const openTerminal = () => {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr })
+  rl.on("SIGINT", () => {
+    rl.close()
+    process.kill(process.pid, "SIGINT")
+  })
+  return rl
+}
+
+type PermissionAnswer = { readonly reply: "once" | "always" | "reject"; readonly message?: string }
+
+const parsePermissionAnswer = (answer: string): PermissionAnswer["reply"] | "message" | undefined => {
+  const choice = answer.trim().toLowerCase()
+  if (choice === "o" || choice === "once" || choice === "y" || choice === "yes") return "once"
+  if (choice === "a" || choice === "always") return "always"
+  if (choice === "r" || choice === "reject" || choice === "n" || choice === "no") return "reject"
+  if (choice === "m" || choice === "message") return "message"
+  return undefined
+}
+
+/** Asks the user on the terminal: once, always, reject, or reject with a message for the agent. */
 const askOnTerminal = (request: PermissionRequest) =>
-  Effect.async<{ reply: "once" | "always" | "reject"; message?: string }>((resume) => {
-    const rl = readline.createInterface({ input: process.stdin, output: process.stderr })
+  Effect.async<PermissionAnswer>((resume) => {
+    const rl = openTerminal()
     const diff = typeof request.metadata.diff === "string" ? `${request.metadata.diff}\n` : ""
-    rl.question(`${diff}Allow ${describeRequest(request)}? [o]nce, [a]lways, [r]eject, [m]essage: `, (answer) => {
-      const choice = answer.trim().toLowerCase()
-      if (choice.startsWith("m")) {
-        rl.question("Tell the agent what to do instead: ", (text) => {
-          rl.close()
-          resume(Effect.succeed({ reply: "reject", message: text }))
-        })
-        return
-      }
-      rl.close()
-      resume(Effect.succeed(choice.startsWith("a") ? { reply: "always" } : choice.startsWith("o") || choice === "y" ? { reply: "once" } : { reply: "reject" }))
-    })
+    const ask = (prefix: string) =>
+      rl.question(`${prefix}Allow ${describeRequest(request)}? [o]nce, [a]lways, [r]eject, [m]essage: `, (answer) => {
+        const choice = parsePermissionAnswer(answer)
+        if (choice === undefined) return ask("Please answer o, a, r or m. ")
+        if (choice === "message") {
+          return rl.question("Tell the agent what to do instead: ", (text) => {
+            rl.close()
+            resume(Effect.succeed({ reply: "reject", message: text }))
+          })
+        }
+        rl.close()
+        resume(Effect.succeed({ reply: choice }))
+      })
+    ask(diff)
     return Effect.sync(() => rl.close())
   })
 
 /** Asks the model's questions on the terminal: an option number (comma-separated when several) or free text. */
 const answerOnTerminal = (request: QuestionRequest) =>
   Effect.async<ReadonlyArray<ReadonlyArray<string>>>((resume) => {
-    const rl = readline.createInterface({ input: process.stdin, output: process.stderr })
+    const rl = openTerminal()
     const answers: Array<Array<string>> = []
     const next = (index: number) => {
       const question = request.questions[index]
@@ -203,22 +207,65 @@ const answerOnTerminal = (request: QuestionRequest) =>
     return Effect.sync(() => rl.close())
   })
 
-export const runCommand = Command.make("run", { message, ...options }, (input) =>
+/** The next prompt typed at the terminal; `undefined` at end of input (Ctrl-D). */
+const readPrompt = Effect.async<string | undefined>((resume) => {
+  const rl = openTerminal()
+  let done = false
+  rl.question("> ", (line) => {
+    done = true
+    rl.close()
+    resume(Effect.succeed(line))
+  })
+  rl.on("close", () => {
+    if (!done) resume(Effect.succeed(undefined))
+    done = true
+  })
+  return Effect.sync(() => rl.close())
+})
+
+const EXIT_COMMANDS = new Set(["/exit", "/quit"])
+
+const checkDirectory = (dir: string) =>
+  Effect.gen(function*() {
+    const absolute = path.resolve(dir)
+    const stat = yield* Effect.try(() => fs.statSync(absolute)).pipe(
+      Effect.mapError(() => new UsageError({ message: `--dir: no such directory: ${dir}` }))
+    )
+    if (!stat.isDirectory()) return yield* new UsageError({ message: `--dir: not a directory: ${dir}` })
+    return absolute
+  })
+
+export const run = (input: RunInput) =>
+  Effect.gen(function*() {
+    const directory = Option.isSome(input.dir) ? yield* checkDirectory(input.dir.value) : undefined
+    const terminal = process.stdin.isTTY === true && process.stderr.isTTY === true
+    if (input.interactive && !terminal) {
+      return yield* new UsageError({ message: "--interactive needs a terminal on stdin and stderr" })
+    }
+    // The whole runtime, in `--dir` when given.
+    return yield* session(input, terminal).pipe(
+      Effect.provide(makeAppLayer(directory === undefined ? {} : { instance: Instance.layerWith({ directory }) }))
+    )
+  })
+
+const session = (input: RunInput, terminal: boolean) =>
   Effect.gen(function*() {
     const store = yield* SessionStore
     const loop = yield* SessionLoop
     const bus = yield* Bus
     const permissions = yield* PermissionService
     const questions = yield* QuestionService
+    const instance = yield* Instance
     const json = input.format === "json"
-    const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true
 
     const wantsStdin = input.message.includes("-")
     const piped = yield* readStdin(wantsStdin)
     const words = input.message.filter((word) => word !== "-")
     const text = [words.join(" "), piped.trim()].filter((chunk) => chunk.length > 0).join("\n\n")
-    const files = yield* fileParts(input.file, process.cwd())
-    if (!text && files.length === 0 && Option.isNone(input.command)) return yield* new UsageError({ message: "nothing to do: give a message, pipe one in, or attach a file" })
+    const files = yield* fileParts(input.file, instance.directory)
+    if (!text && files.length === 0 && !input.interactive && Option.isNone(input.command)) {
+      return yield* new UsageError({ message: "nothing to do: give a message, pipe one in, or attach a file" })
+    }
     if (input.fork && !input.continue && Option.isNone(input.session)) {
       return yield* new UsageError({ message: "--fork needs --continue or --session" })
     }
@@ -249,17 +296,17 @@ export const runCommand = Command.make("run", { message, ...options }, (input) =
           if (json) {
             const line = jsonEvent(sessionID, event)
             if (line) yield* Console.log(JSON.stringify(line))
-          } else if (interactive) {
+          } else if (terminal) {
             const line = progressLine(sessionID, event)
             if (line) yield* Console.error(line)
           }
-          if (event.type === "question.asked" && interactive) {
+          if (event.type === "question.asked" && terminal) {
             const answers = yield* answerOnTerminal(event.properties)
             yield* questions.reply(event.properties.id, answers).pipe(Effect.ignore)
           }
           if (event.type === "permission.asked" && !input.autoApprove) {
             const request = event.properties
-            if (interactive) {
+            if (terminal) {
               const answer = yield* askOnTerminal(request)
               yield* permissions.reply({ requestID: request.id, ...answer }).pipe(Effect.ignore)
             } else {
@@ -302,34 +349,49 @@ export const runCommand = Command.make("run", { message, ...options }, (input) =
         }
       })
 
-    const common = {
-      sessionID,
-      ...(Option.isSome(input.agent) ? { agent: input.agent.value } : {}),
-      ...(model ? { model } : {}),
-      autoApprove: input.autoApprove,
-      // Nobody can answer the model's questions without a terminal.
-      ...(interactive ? {} : { tools: { question: false } }),
-      ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {})
-    }
+    /** One prompt, run to its end; the exit code it earns. */
     const commands = yield* CommandRegistry
-    const outcome = yield* (Option.isSome(input.command)
-      ? commands.execute({ ...common, command: input.command.value, arguments: text, parts: files }).pipe(
-        Effect.catchTags({
-          CommandNotFound: (error) => new UsageError({ message: error.message }),
-          CommandError: (error) => new UsageError({ message: error.message })
-        })
-      )
-      : loop.prompt({ ...common, parts: [...(text ? [{ type: "text" as const, text }] : []), ...files] })
-    ).pipe(
-      // Ctrl-C: stop the run cleanly (tools killed, parts marked), report, exit 130.
-      Effect.onInterrupt(() =>
-        loop.abort(sessionID).pipe(
-          Effect.zipRight(printResult({ reason: "aborted", usage: { cost: 0, tokens: 0, steps: 0 } }, ExitCode.interrupted))
+    /** One prompt (or, first, the `--command` with the message as its arguments), run to its end. */
+    const turn = (parts: ReadonlyArray<PromptPartInput>, command?: { readonly name: string; readonly arguments: string }) =>
+      Effect.gen(function*() {
+        const common = {
+          sessionID,
+          ...(Option.isSome(input.agent) ? { agent: input.agent.value } : {}),
+          ...(model ? { model } : {}),
+          autoApprove: input.autoApprove,
+          // Nobody can answer the model's questions without a terminal.
+          ...(terminal ? {} : { tools: { question: false } }),
+          ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {})
+        }
+        const outcome = yield* (command
+          ? commands.execute({ ...common, command: command.name, arguments: command.arguments, parts }).pipe(
+            Effect.catchTags({
+              CommandNotFound: (error) => new UsageError({ message: error.message }),
+              CommandError: (error) => new UsageError({ message: error.message })
+            })
+          )
+          : loop.prompt({ ...common, parts })
+        ).pipe(
+          // Ctrl-C: stop the run cleanly (tools killed, parts marked), report, exit 130.
+          Effect.onInterrupt(() =>
+            loop.abort(sessionID).pipe(
+              Effect.zipRight(printResult({ reason: "aborted", usage: { cost: 0, tokens: 0, steps: 0 } }, ExitCode.interrupted))
+            )
+          )
         )
-      )
-    )
-    const code = exitCodeOf(outcome.reason)
-    yield* printResult(outcome, code)
-    return code
+        const code = exitCodeOf(outcome.reason)
+        yield* printResult(outcome, code)
+        return code
+      })
+
+    let code: number = ExitCode.ok
+    if (Option.isSome(input.command)) code = yield* turn(files, { name: input.command.value, arguments: text })
+    else if (text || files.length > 0) code = yield* turn([...(text ? [{ type: "text" as const, text }] : []), ...files])
+    if (!input.interactive) return code
+    // The conversation goes on in the same session until /exit or the end of input.
+    for (;;) {
+      const line = yield* readPrompt
+      if (line === undefined || EXIT_COMMANDS.has(line.trim())) return code
+      if (line.trim()) code = yield* turn([{ type: "text", text: line.trim() }])
+    }
   }).pipe(Effect.scoped)
-).pipe(Command.withDescription("Run the agent on a message and print the answer (exit codes: see --help of agent)"))

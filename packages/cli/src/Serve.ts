@@ -1,24 +1,12 @@
-import { ConfigService, Instance } from "@agent/core"
+// Loaded only when `agent serve` runs (see ServeCommand.ts and Lazy.ts).
+import { ConfigService, Instance, makeAppLayer } from "@agent/core"
 import { Server } from "@agent/server"
-import { Command, Options } from "@effect/cli"
 import { HttpServer } from "@effect/platform"
 import { Console, Effect, Layer, Option } from "effect"
 import { shutdown } from "./ExitCode.js"
+import type { ServeInput } from "./ServeCommand.js"
 
-const port = Options.integer("port").pipe(
-  Options.withDescription("Port to listen on (default: config server.port, else 4096, else a free port)"),
-  Options.optional
-)
-const hostname = Options.text("hostname").pipe(
-  Options.withDescription("Address to listen on (default: config server.hostname, else 127.0.0.1)"),
-  Options.optional
-)
-const cors = Options.text("cors").pipe(
-  Options.withDescription("An extra origin allowed to call the API from a browser (repeatable)"),
-  Options.repeated
-)
-
-export const serveCommand = Command.make("serve", { port, hostname, cors }, (flags) =>
+export const serve = (flags: ServeInput) =>
   Effect.gen(function*() {
     const config = yield* (yield* ConfigService).get()
     const instance = yield* Instance
@@ -42,5 +30,4 @@ export const serveCommand = Command.make("serve", { port, hostname, cors }, (fla
       })
     )
     return yield* Layer.launch(announce.pipe(Layer.provideMerge(Server.layer(options))))
-  })
-).pipe(Command.withDescription("Serve the HTTP API and event stream (OpenCode-compatible session routes)"))
+  }).pipe(Effect.provide(makeAppLayer()))

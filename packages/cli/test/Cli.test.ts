@@ -1,68 +1,54 @@
 import { TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawnSync } from "node:child_process"
-import { fileURLToPath } from "node:url"
-
-// The built CLI, as a user runs it (`pnpm test` builds before testing).
-const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
-
-const agent = (box: TestInstance.Sandbox, args: ReadonlyArray<string>) => {
-  const result = spawnSync(process.execPath, [bin, ...args], {
-    cwd: box.instance.directory,
-    env: { ...box.instance.env } as NodeJS.ProcessEnv,
-    encoding: "utf8",
-    timeout: 20_000
-  })
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr }
-}
+import { agent } from "./AgentProcess.js"
 
 describe("agent debug", () => {
-  it.scoped("explains a permission decision with the file that set the rule", () =>
+  it.scopedLive("explains a permission decision with the file that set the rule", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox({
         files: { "project/opencode.json": JSON.stringify({ permission: { bash: { "*": "ask", "git push *": "deny" } } }, null, 2) }
       })
-      const result = agent(box, ["debug", "permission", "bash", "git push origin main"])
+      const result = yield* agent(box, ["debug", "permission", "bash", "git push origin main"])
       expect(result.code).toBe(0)
       expect(result.stdout).toMatch(/^deny {2}\(agent build\)/)
       expect(result.stdout).toContain(`config: ${box.path("project/opencode.json")} (permission.bash.git push *)`)
     }))
 
-  it.scoped("lists user agents from markdown files", () =>
+  it.scopedLive("lists user agents from markdown files", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox({
         files: { "project/.opencode/agent/review.md": "---\ndescription: Reviews diffs\nmode: subagent\n---\nReview the diff.\n" }
       })
-      const result = agent(box, ["debug", "agent"])
+      const result = yield* agent(box, ["debug", "agent"])
       expect(result.code).toBe(0)
       expect(result.stdout).toMatch(/^review\s+subagent$/m)
       expect(result.stdout.split("\n")[0]).toMatch(/^build\s+primary$/)
     }))
 
-  it.scoped("a broken config exits 2 with the file, line and problem", () =>
+  it.scopedLive("a broken config exits 2 with the file, line and problem", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox({
         files: { "project/agent.json": '{\n  "model": "openai/gpt-5",\n  "agent": {\n    "plan": { "steps": "ten" }\n  }\n}\n' }
       })
-      const result = agent(box, ["debug", "config"])
+      const result = yield* agent(box, ["debug", "config"])
       expect(result.code).toBe(2)
       expect(result.stderr).toContain(`${box.path("project/agent.json")}:4`)
       expect(result.stderr).toContain("agent.plan.steps")
       expect(result.stdout).toBe("")
     }))
 
-  it.scoped("an unknown default agent is a usage error", () =>
+  it.scopedLive("an unknown default agent is a usage error", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox({ files: { "project/agent.json": { default_agent: "ghost" } } })
-      const result = agent(box, ["debug", "permission", "bash", "ls"])
+      const result = yield* agent(box, ["debug", "permission", "bash", "ls"])
       expect(result.code).toBe(2)
       expect(result.stderr).toContain('default agent "ghost" not found')
     }))
 
-  it.scoped("a bad flag exits 2", () =>
+  it.scopedLive("a bad flag exits 2", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox()
-      expect(agent(box, ["debug", "agent", "--no-such-flag"]).code).toBe(2)
+      expect((yield* agent(box, ["debug", "agent", "--no-such-flag"])).code).toBe(2)
     }))
 })

@@ -1,72 +1,9 @@
 import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
+import { agent, events, mockConfig, project } from "./AgentProcess.js"
 
-const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
 const { text, toolCall } = ScriptedModel
-
-interface Result {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Runs the built CLI as a user would; the scripted model server answers over HTTP. */
-const agent = (
-  box: TestInstance.Sandbox,
-  args: ReadonlyArray<string>,
-  options: { readonly stdin?: string | "open"; readonly signalAfter?: (stdout: string) => boolean } = {}
-) =>
-  Effect.async<Result>((resume) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      cwd: box.instance.directory,
-      env: { ...box.instance.env } as NodeJS.ProcessEnv,
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    let signalled = false
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString()
-      if (!signalled && options.signalAfter?.(stdout)) {
-        signalled = true
-        child.kill("SIGINT")
-      }
-    })
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    if (options.stdin === undefined) child.stdin.end()
-    else if (options.stdin !== "open") child.stdin.end(options.stdin)
-    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
-    child.on("exit", (code) => {
-      clearTimeout(timer)
-      resume(Effect.succeed({ code, stdout, stderr }))
-    })
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
-
-/** A project whose config points at the mock server (titles come from a second one). */
-const project = (url: string, extra: object = {}, files: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const titles = yield* MockOpenAIServer.start(Array.from({ length: 10 }, () => "A title"))
-    return yield* TestInstance.sandbox({
-    files: {
-      "project/agent.json": {
-        model: "mock/model-a",
-        small_model: "titles/small",
-        provider: {
-          mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": {} } },
-          titles: { npm: "@ai-sdk/openai-compatible", options: { baseURL: titles.url }, models: { small: {} } }
-        },
-        ...extra
-      },
-      ...files
-    }
-    })
-  })
-
-const events = (stdout: string) => stdout.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as { type: string } & Record<string, any>)
 
 describe("agent run", () => {
   it.scopedLive("runs a tool session and prints OpenCode's JSON events, ending with a result", () =>
@@ -181,5 +118,43 @@ describe("agent run", () => {
       })
       expect(result.code).toBe(130)
       expect(events(result.stdout).at(-1)).toMatchObject({ type: "result", status: "aborted", exitCode: 130 })
+    }))
+})
+
+describe("agent run --dir", () => {
+  it.scopedLive("runs as if started in that directory: its config, its files, -f relative to it", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("read", { filePath: "a.txt" })], "It says alpha."])
+      const titles = yield* MockOpenAIServer.start(["A title"])
+      const box = yield* TestInstance.sandbox({
+        files: {
+          "elsewhere/agent.json": mockConfig(server.url, titles.url),
+          "elsewhere/a.txt": "alpha\n",
+          "elsewhere/brief.md": "the brief\n"
+        }
+      })
+      const result = yield* agent(box, ["run", "--dir", "../elsewhere", "-f", "brief.md", "--format", "json", "what does a.txt say?"])
+      expect(result.code, result.stderr).toBe(0)
+      const lines = events(result.stdout)
+      expect(lines.find((line) => line.type === "tool_use")!.part.state).toMatchObject({ status: "completed", title: "a.txt" })
+      expect(JSON.stringify(server.requests[0]!.messages)).toContain("the brief")
+      expect(JSON.stringify(server.requests[0]!.messages)).toContain(box.path("elsewhere"))
+
+      const missing = yield* agent(box, ["run", "--dir", "../nowhere", "hi"])
+      expect(missing.code).toBe(2)
+      expect(missing.stderr).toContain("--dir: no such directory: ../nowhere")
+      expect(server.requests).toHaveLength(2)
+    }))
+})
+
+describe("agent run output", () => {
+  it.scopedLive("warnings (a broken MCP server) go to stderr; stdout stays one JSON event per line", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start(["Fine."])
+      const box = yield* project(server.url, { mcp: { broken: { type: "local", command: ["node", "-e", "process.exit(3)"] } } }, {})
+      const result = yield* agent(box, ["run", "--format", "json", "hello"])
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stderr).toMatch(/level=WARN .*MCP server broken/)
+      expect(events(result.stdout).map((line) => line.type)).toEqual(["step_start", "text", "step_finish", "result"])
     }))
 })

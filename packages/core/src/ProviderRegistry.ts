@@ -1,4 +1,4 @@
-import { type ModelRef, parseModelRef } from "@agent/domain"
+import { type Config, type ModelRef, parseModelRef } from "@agent/domain"
 import { createAnthropic } from "@ai-sdk/anthropic"
 import { createOpenAI } from "@ai-sdk/openai"
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
@@ -98,6 +98,110 @@ const BUILT_IN: Record<string, { readonly npm: BundledPackage; readonly env: str
   openai: { npm: "@ai-sdk/openai", env: "OPENAI_API_KEY", name: "OpenAI", defaultModel: "gpt-5" }
 }
 
+type Env = Readonly<Record<string, string | undefined>>
+
+/** The API key of a provider: `options.apiKey`, its `env` variables, else the built-in variable. */
+const apiKeyOf = (config: Config, env: Env, providerID: string): { readonly key: string; readonly from: string } | undefined => {
+  const configured = config.provider?.[providerID]
+  if (configured?.options?.apiKey) return { key: configured.options.apiKey, from: `provider.${providerID}.options.apiKey` }
+  for (const name of configured?.env ?? []) if (env[name]) return { key: env[name], from: name }
+  const builtIn = BUILT_IN[providerID]
+  return builtIn && env[builtIn.env] ? { key: env[builtIn.env]!, from: builtIn.env } : undefined
+}
+
+const infoOf = (config: Config, ref: ModelRef): ModelInfo => {
+  const configured = config.provider?.[ref.providerID]?.models?.[ref.modelID]
+  const known = KNOWN_MODELS.find((entry) => entry.match.test(ref.modelID))
+  const cost = configured?.cost
+    ? {
+      input: configured.cost.input,
+      output: configured.cost.output,
+      ...(configured.cost.cache_read !== undefined ? { cacheRead: configured.cost.cache_read } : {}),
+      ...(configured.cost.cache_write !== undefined ? { cacheWrite: configured.cost.cache_write } : {})
+    }
+    : known?.cost
+  return {
+    providerID: ref.providerID,
+    modelID: ref.modelID,
+    name: configured?.name ?? ref.modelID,
+    limit: configured?.limit
+      ? {
+        context: configured.limit.context,
+        output: configured.limit.output,
+        ...(configured.limit.input !== undefined ? { input: configured.limit.input } : {})
+      }
+      : known?.limit ?? DEFAULT_LIMIT,
+    ...(cost ? { cost } : {})
+  }
+}
+
+/** How a provider would be built, or why it cannot be. */
+const accessOf = (config: Config, env: Env, providerID: string):
+  | { readonly npm: BundledPackage; readonly apiKey?: { readonly key: string; readonly from: string } }
+  | { readonly problem: string } =>
+{
+  const configured = config.provider?.[providerID]
+  const builtIn = BUILT_IN[providerID]
+  if (!configured && !builtIn) return { problem: `no provider "${providerID}" is configured` }
+  const npm = configured?.npm ?? builtIn?.npm ?? "@ai-sdk/openai-compatible"
+  if (!(BUNDLED_PACKAGES as ReadonlyArray<string>).includes(npm)) {
+    return { problem: `provider "${providerID}" uses package "${npm}", which is not bundled (use one of ${BUNDLED_PACKAGES.join(", ")})` }
+  }
+  const apiKey = apiKeyOf(config, env, providerID)
+  if (npm !== "@ai-sdk/openai-compatible" && !apiKey) {
+    return { problem: `no API key for provider "${providerID}"${builtIn ? `: set ${builtIn.env}` : ""} or provider.${providerID}.options.apiKey` }
+  }
+  if (npm === "@ai-sdk/openai-compatible" && !configured?.options?.baseURL) {
+    return { problem: `provider "${providerID}" needs options.baseURL` }
+  }
+  return { npm: npm as BundledPackage, ...(apiKey ? { apiKey } : {}) }
+}
+
+/** A provider as `agent models` shows it. */
+export interface ProviderSummary {
+  readonly id: string
+  readonly name: string
+  readonly npm: string
+  readonly builtIn: boolean
+  readonly configured: boolean
+  /** Where the API key comes from (a variable name or a config key), when there is one. */
+  readonly credentials?: string
+  /** Why the provider's models cannot be used now; absent when they can. */
+  readonly problem?: string
+  /** Models named in config (`provider.<id>.models`, `model`, `small_model`), plus a built-in provider's default model. */
+  readonly models: ReadonlyArray<ModelInfo>
+}
+
+/** The built-in providers and those in config, with whether each can be used as configured. */
+export const providerCatalog = (config: Config, env: Env): ReadonlyArray<ProviderSummary> => {
+  const chosen = [config.model, config.small_model].flatMap((value) => {
+    const ref = value === undefined ? undefined : parseModelRef(value)
+    return ref ? [ref] : []
+  })
+  const ids = [...new Set([...Object.keys(BUILT_IN), ...Object.keys(config.provider ?? {}), ...chosen.map((ref) => ref.providerID)])]
+  return ids.map((id) => {
+    const configured = config.provider?.[id]
+    const builtIn = BUILT_IN[id]
+    const access = accessOf(config, env, id)
+    const modelIDs = [
+      ...new Set([
+        ...(builtIn ? [builtIn.defaultModel] : []),
+        ...Object.keys(configured?.models ?? {}),
+        ...chosen.filter((ref) => ref.providerID === id).map((ref) => ref.modelID)
+      ])
+    ]
+    return {
+      id,
+      name: configured?.name ?? builtIn?.name ?? id,
+      npm: configured?.npm ?? builtIn?.npm ?? "@ai-sdk/openai-compatible",
+      builtIn: builtIn !== undefined,
+      configured: configured !== undefined,
+      ...("problem" in access ? { problem: access.problem } : access.apiKey ? { credentials: access.apiKey.from } : {}),
+      models: modelIDs.map((modelID) => infoOf(config, { providerID: id, modelID }))
+    }
+  })
+}
+
 export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instance> = Layer.effect(
   ProviderRegistry,
   Effect.gen(function*() {
@@ -106,75 +210,25 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
     const env = instance.env
     const languageModels = new Map<string, LanguageModelV3>()
 
-    const providerConfig = (providerID: string) => config.provider?.[providerID]
-
-    const apiKeyOf = (providerID: string): string | undefined => {
-      const configured = providerConfig(providerID)
-      if (configured?.options?.apiKey) return configured.options.apiKey
-      for (const name of configured?.env ?? []) if (env[name]) return env[name]
-      const builtIn = BUILT_IN[providerID]
-      return builtIn ? env[builtIn.env] || undefined : undefined
-    }
-
-    const infoOf = (ref: ModelRef): ModelInfo => {
-      const configured = providerConfig(ref.providerID)?.models?.[ref.modelID]
-      const known = KNOWN_MODELS.find((entry) => entry.match.test(ref.modelID))
-      const cost = configured?.cost
-        ? {
-          input: configured.cost.input,
-          output: configured.cost.output,
-          ...(configured.cost.cache_read !== undefined ? { cacheRead: configured.cost.cache_read } : {}),
-          ...(configured.cost.cache_write !== undefined ? { cacheWrite: configured.cost.cache_write } : {})
-        }
-        : known?.cost
-      return {
-        providerID: ref.providerID,
-        modelID: ref.modelID,
-        name: configured?.name ?? ref.modelID,
-        limit: configured?.limit
-          ? {
-            context: configured.limit.context,
-            output: configured.limit.output,
-            ...(configured.limit.input !== undefined ? { input: configured.limit.input } : {})
-          }
-          : known?.limit ?? DEFAULT_LIMIT,
-        ...(cost ? { cost } : {})
-      }
-    }
-
     const build = (ref: ModelRef): LanguageModelV3 | ModelNotConfigured => {
       const label = `${ref.providerID}/${ref.modelID}`
-      const configured = providerConfig(ref.providerID)
-      const builtIn = BUILT_IN[ref.providerID]
-      if (!configured && !builtIn) {
-        return new ModelNotConfigured({ model: label, detail: `no provider "${ref.providerID}" is configured` })
-      }
-      const npm = configured?.npm ?? builtIn?.npm ?? "@ai-sdk/openai-compatible"
-      if (!(BUNDLED_PACKAGES as ReadonlyArray<string>).includes(npm)) {
-        return new ModelNotConfigured({
-          model: label,
-          detail: `provider "${ref.providerID}" uses package "${npm}", which is not bundled (use one of ${BUNDLED_PACKAGES.join(", ")})`
-        })
-      }
-      const apiKey = apiKeyOf(ref.providerID)
+      const access = accessOf(config, env, ref.providerID)
+      if ("problem" in access) return new ModelNotConfigured({ model: label, detail: access.problem })
+      const configured = config.provider?.[ref.providerID]
+      const apiKey = access.apiKey?.key
       const baseURL = configured?.options?.baseURL
       const headers = configured?.options?.headers
       const modelID = configured?.models?.[ref.modelID]?.id ?? ref.modelID
       const common = { ...(baseURL ? { baseURL } : {}), ...(headers ? { headers } : {}) }
-      switch (npm as BundledPackage) {
+      switch (access.npm) {
         case "@ai-sdk/anthropic":
-          if (!apiKey) return missingKey(label, ref.providerID, builtIn?.env)
-          return createAnthropic({ ...common, apiKey }).languageModel(modelID)
+          return createAnthropic({ ...common, apiKey: apiKey! }).languageModel(modelID)
         case "@ai-sdk/openai":
-          if (!apiKey) return missingKey(label, ref.providerID, builtIn?.env)
-          return createOpenAI({ ...common, apiKey }).languageModel(modelID)
+          return createOpenAI({ ...common, apiKey: apiKey! }).languageModel(modelID)
         case "@ai-sdk/openai-compatible":
-          if (!baseURL) {
-            return new ModelNotConfigured({ model: label, detail: `provider "${ref.providerID}" needs options.baseURL` })
-          }
           return createOpenAICompatible({
             name: ref.providerID,
-            baseURL,
+            baseURL: baseURL!,
             includeUsage: true,
             ...(apiKey ? { apiKey } : {}),
             ...(headers ? { headers } : {})
@@ -191,7 +245,7 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
         language = built
         languageModels.set(key, language)
       }
-      return { info: infoOf(ref), language }
+      return { info: infoOf(config, ref), language }
     })
 
     const defaultModel = Effect.fn("ProviderRegistry.defaultModel")(function*() {
@@ -201,7 +255,7 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
         return ref
       }
       for (const [providerID, builtIn] of Object.entries(BUILT_IN)) {
-        if (apiKeyOf(providerID)) return { providerID, modelID: builtIn.defaultModel }
+        if (apiKeyOf(config, env, providerID)) return { providerID, modelID: builtIn.defaultModel }
       }
       return yield* new ModelNotConfigured({ detail: "No model is configured and no ANTHROPIC_API_KEY or OPENAI_API_KEY is set." })
     })
@@ -213,9 +267,3 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
     }
   })
 )
-
-const missingKey = (label: string, providerID: string, envName: string | undefined) =>
-  new ModelNotConfigured({
-    model: label,
-    detail: `no API key for provider "${providerID}"${envName ? `: set ${envName}` : ""} or provider.${providerID}.options.apiKey`
-  })

@@ -755,7 +755,11 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
       const importSession = Effect.fn("SessionStore.importSession")(function*(data: unknown) {
         const decoded = decodeExport(data)
         if (decoded._tag === "Left") {
-          return yield* new SessionImportError({ detail: ParseResult.TreeFormatter.formatErrorSync(decoded.left) })
+          // The paths that are wrong, not the whole schema: an export is large.
+          const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+          const shown = issues.slice(0, 5).map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(root)"}: ${issue.message}`)
+          const more = issues.length > shown.length ? `; and ${issues.length - shown.length} more` : ""
+          return yield* new SessionImportError({ detail: `not a session export: ${shown.join("; ")}${more}` })
         }
         const tree = decoded.right
         const flat: Array<SessionExport> = []

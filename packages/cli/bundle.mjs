@@ -1,0 +1,74 @@
+// Bundles the built CLI (dist/) into dist/bundle/: one small entry, one chunk for the command
+// line and one per group of commands, so `agent --help` reads a few files instead of
+// thousands of modules. Run after `tsc -b` (the root `build` script does).
+//
+// Two things keep the bundle behaving like the unbundled code:
+// - `import.meta.url` in workspace modules is replaced by the URL of the module it was written
+//   in (relative to the bundle, so the checkout can move): prompts/ and the tree-sitter wasm
+//   files are found from there, as before.
+// - native and runtime-resolved packages stay external and are imported by relative path to
+//   their installed files.
+import * as esbuild from "esbuild"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const outdir = path.join(here, "dist", "bundle")
+const workspace = path.resolve(here, "..")
+
+/** Packages that cannot be bundled: native addons. */
+const EXTERNAL = ["better-sqlite3"]
+
+const relativeImport = (file) => {
+  const relative = path.relative(outdir, file).split(path.sep).join("/")
+  return relative.startsWith(".") ? relative : `./${relative}`
+}
+
+const keepModuleUrls = {
+  name: "keep-module-urls",
+  setup(build) {
+    build.onLoad({ filter: /\.js$/ }, (args) => {
+      if (!args.path.startsWith(workspace + path.sep) || args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined
+      const source = fs.readFileSync(args.path, "utf8")
+      if (!source.includes("import.meta.url")) return undefined
+      const url = `new URL(${JSON.stringify(relativeImport(args.path))}, import.meta.url).href`
+      return { contents: source.replaceAll("import.meta.url", url), loader: "js", resolveDir: path.dirname(args.path) }
+    })
+  }
+}
+
+const externalByPath = {
+  name: "external-by-path",
+  setup(build) {
+    const filter = new RegExp(`^(${EXTERNAL.join("|")})$`)
+    build.onResolve({ filter }, (args) => {
+      const resolved = createRequire(path.join(args.resolveDir, "index.js")).resolve(args.path)
+      return { path: relativeImport(resolved), external: true }
+    })
+  }
+}
+
+fs.rmSync(outdir, { recursive: true, force: true })
+const result = await esbuild.build({
+  entryPoints: { bin: path.join(here, "dist", "bin.js") },
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  // ESM builds where packages have them (jsonc-parser's "main" is a UMD build esbuild cannot follow).
+  mainFields: ["module", "main"],
+  target: "node20",
+  // Several packages are CommonJS and call require() for Node built-ins.
+  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
+  plugins: [keepModuleUrls, externalByPath],
+  // Every output file in one directory, so relative paths mean the same in each of them.
+  chunkNames: "[name]-[hash]",
+  metafile: true,
+  logLevel: "warning",
+  legalComments: "none"
+})
+fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile))
+fs.chmodSync(path.join(outdir, "bin.js"), 0o755)

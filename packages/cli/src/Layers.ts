@@ -1,0 +1,34 @@
+// Module by module, so the bundle's chunk for this command holds only what it uses.
+import * as Database from "@agent/core/Database"
+import { AgentRegistry } from "@agent/core/AgentRegistry"
+import { ApprovalStore } from "@agent/core/ApprovalStore"
+import { Bus } from "@agent/core/Bus"
+import { ConfigService } from "@agent/core/ConfigService"
+import { Instance } from "@agent/core/Instance"
+import { PermissionPolicy } from "@agent/core/PermissionPolicy"
+import { SessionStore } from "@agent/core/SessionStore"
+import { Layer } from "effect"
+
+/**
+ * The parts of the runtime the inspecting commands need, from the same nodes as `makeAppLayer`
+ * (which `run` uses whole): listing sessions or explaining a rule starts no MCP server, builds
+ * no provider, and loads neither library. `McpList.ts` adds the MCP node itself.
+ */
+
+/** The session store over the database. */
+export const storage = SessionStore.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(Database.layer, Bus.layer)),
+  Layer.provideMerge(Instance.layer)
+)
+
+/** Configuration and what is decided from it: agents, the enterprise policy. */
+export const configured = Layer.mergeAll(AgentRegistry.layer, PermissionPolicy.layer).pipe(
+  Layer.provideMerge(ConfigService.layer),
+  Layer.provideMerge(Instance.layer)
+)
+
+/** `configured` plus the project's stored "always" approvals. */
+export const decisions = Layer.mergeAll(AgentRegistry.layer, PermissionPolicy.layer, ApprovalStore.layerSql).pipe(
+  Layer.provideMerge(Layer.mergeAll(ConfigService.layer, Database.layer)),
+  Layer.provideMerge(Instance.layer)
+)

@@ -1,0 +1,40 @@
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { lazy } from "./Lazy.js"
+
+const message = Args.text({ name: "message" }).pipe(Args.repeated)
+
+export const runConfig = {
+  message,
+  agent: Options.text("agent").pipe(Options.withDescription("agent to run (default: the default agent)"), Options.optional),
+  model: Options.text("model").pipe(Options.withAlias("m"), Options.withDescription("provider/model"), Options.optional),
+  continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("continue the most recent session")),
+  session: Options.text("session").pipe(Options.withAlias("s"), Options.withDescription("session id to continue"), Options.optional),
+  fork: Options.boolean("fork").pipe(Options.withDescription("fork the session given by -c or -s and continue the copy")),
+  title: Options.text("title").pipe(Options.withDescription("title of a new session"), Options.optional),
+  file: Options.text("file").pipe(Options.withAlias("f"), Options.withDescription("attach a file (repeatable)"), Options.repeated),
+  dir: Options.text("dir").pipe(Options.withDescription("run as if started in this directory"), Options.optional),
+  format: Options.choice("format", ["default", "json"]).pipe(
+    Options.withDescription("default: the answer as text; json: one event per line, ending with a result event"),
+    Options.withDefault("default" as const)
+  ),
+  autoApprove: Options.boolean("auto-approve").pipe(
+    Options.withDescription("answer permission asks with \"once\"; deny rules still apply")
+  ),
+  maxSteps: Options.integer("max-steps").pipe(Options.withDescription("stop after this many model steps"), Options.optional),
+  command: Options.text("command").pipe(
+    Options.withDescription("run a custom command (config, .agent/command/*.md, MCP prompts, init); the message is its arguments"),
+    Options.optional
+  ),
+  interactive: Options.boolean("interactive").pipe(
+    Options.withAlias("i"),
+    Options.withDescription("after the answer, keep reading prompts from the terminal (same session) until /exit or Ctrl-D")
+  )
+}
+
+export type RunInput = Command.Command.ParseConfig<typeof runConfig>
+
+export const runCommand = Command.make("run", runConfig, (input) => lazy(() => import("./Run.js"), (module) => module.run(input))).pipe(
+  Command.withDescription("Run the agent on a message and print the answer (exit codes: see --help of agent)")
+)

@@ -1,0 +1,24 @@
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { lazy } from "./Lazy.js"
+
+export const serveConfig = {
+  port: Options.integer("port").pipe(
+    Options.withDescription("Port to listen on (default: config server.port, else 4096, else a free port)"),
+    Options.optional
+  ),
+  hostname: Options.text("hostname").pipe(
+    Options.withDescription("Address to listen on (default: config server.hostname, else 127.0.0.1)"),
+    Options.optional
+  ),
+  cors: Options.text("cors").pipe(
+    Options.withDescription("An extra origin allowed to call the API from a browser (repeatable)"),
+    Options.repeated
+  )
+}
+
+export type ServeInput = Command.Command.ParseConfig<typeof serveConfig>
+
+export const serveCommand = Command.make("serve", serveConfig, (input) => lazy(() => import("./Serve.js"), (module) => module.serve(input))).pipe(
+  Command.withDescription("Serve the HTTP API and event stream (OpenCode-compatible session routes); SIGTERM stops it cleanly")
+)

@@ -1,0 +1,147 @@
+import { MockOpenAIServer, TestInstance } from "@agent/testing"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+/** The built and bundled CLI, as a user runs it (`pnpm test` builds before testing). */
+export const bin = fileURLToPath(new URL("../dist/bundle/bin.js", import.meta.url))
+
+export interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export interface AgentOptions {
+  /** Text to pipe in; "open" leaves stdin open and empty; default: closed at once. */
+  readonly stdin?: string | "open"
+  /** Sends SIGINT once stdout satisfies this. */
+  readonly signalAfter?: (stdout: string) => boolean
+  /** Working directory (default: the sandbox's project). */
+  readonly cwd?: string
+}
+
+/** Runs the built CLI in the sandbox (its own HOME, XDG dirs and database); killed if the test ends first. */
+export const agent = (box: TestInstance.Sandbox, args: ReadonlyArray<string>, options: AgentOptions = {}) =>
+  Effect.async<Result>((resume) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: options.cwd ?? box.instance.directory,
+      env: { ...box.instance.env } as NodeJS.ProcessEnv,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    let signalled = false
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString()
+      if (!signalled && options.signalAfter?.(stdout)) {
+        signalled = true
+        child.kill("SIGINT")
+      }
+    })
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    if (options.stdin === undefined) child.stdin.end()
+    else if (options.stdin !== "open") child.stdin.end(options.stdin)
+    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resume(Effect.succeed({ code, stdout, stderr }))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/** The agent.json of a project whose model is the mock server at `url` (titles from a second one). */
+export const mockConfig = (url: string, titlesUrl: string, extra: object = {}) => ({
+  model: "mock/model-a",
+  small_model: "titles/small",
+  provider: {
+    mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": {} } },
+    titles: { npm: "@ai-sdk/openai-compatible", options: { baseURL: titlesUrl }, models: { small: {} } }
+  },
+  ...extra
+})
+
+/** A sandbox whose config points at the mock server. */
+export const project = (url: string, extra: object = {}, files: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const titles = yield* MockOpenAIServer.start(Array.from({ length: 10 }, () => "A title"))
+    return yield* TestInstance.sandbox({ files: { "project/agent.json": mockConfig(url, titles.url, extra), ...files } })
+  })
+
+/** The JSON lines a `--format json` run printed. */
+export const events = (stdout: string) =>
+  stdout.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as { type: string } & Record<string, any>)
+
+/** A CLI process on a pseudo-terminal, driven like a user at the keyboard. */
+export interface Terminal {
+  /** Waits until the screen (escape sequences removed) matches, after what earlier waits consumed. */
+  readonly waitFor: (pattern: RegExp) => Effect.Effect<string>
+  /** Types text (include "\r" for Enter, "\x04" for Ctrl-D). */
+  readonly type: (text: string) => Effect.Effect<void>
+  /** Everything shown so far, escape sequences removed. */
+  readonly screen: () => string
+  /** The exit code, once the process has ended. */
+  readonly exited: Effect.Effect<number | null>
+}
+
+const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
+
+const shellQuote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
+
+/**
+ * Runs the CLI under util-linux `script`, which gives it a real pseudo-terminal for stdin,
+ * stdout and stderr, and passes what the test types to it. Killed when the test's scope ends.
+ */
+export const terminal = (box: TestInstance.Sandbox, args: ReadonlyArray<string>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const command = [process.execPath, bin, ...args].map(shellQuote).join(" ")
+      const child = spawn("script", ["-qfec", command, "/dev/null"], {
+        cwd: box.instance.directory,
+        env: { ...box.instance.env, TERM: "dumb", SHELL: "/bin/sh" } as NodeJS.ProcessEnv,
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      let raw = ""
+      let consumed = 0
+      const listeners = new Set<() => void>()
+      const onData = (chunk: Buffer) => {
+        raw += chunk.toString()
+        for (const listener of listeners) listener()
+      }
+      child.stdout.on("data", onData)
+      child.stderr.on("data", onData)
+      const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+      const screen = () => stripAnsi(raw)
+      const waitFor = (pattern: RegExp) =>
+        Effect.async<string>((resume) => {
+          const check = () => {
+            const rest = screen().slice(consumed)
+            const match = pattern.exec(rest)
+            if (!match) return false
+            consumed += match.index + match[0].length
+            listeners.delete(check)
+            clearTimeout(timer)
+            resume(Effect.succeed(match[0]))
+            return true
+          }
+          // A guard against hanging forever, not a timing assertion.
+          const timer = setTimeout(() => {
+            listeners.delete(check)
+            resume(Effect.die(new Error(`the terminal never showed ${pattern}; it shows:\n${screen()}`)))
+          }, 40_000)
+          if (!check()) listeners.add(check)
+          return Effect.sync(() => {
+            listeners.delete(check)
+            clearTimeout(timer)
+          })
+        })
+      const terminal: Terminal = {
+        waitFor,
+        type: (text) => Effect.sync(() => void child.stdin.write(text)),
+        screen,
+        exited: Effect.promise(() => exit)
+      }
+      return { child, terminal }
+    }),
+    ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+  ).pipe(Effect.map(({ terminal }) => terminal))

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest"
+import * as fs from "node:fs"
+import { fileURLToPath } from "node:url"
+
+/** esbuild's record of the last bundle (`pnpm build` writes it). */
+const meta = JSON.parse(fs.readFileSync(fileURLToPath(new URL("../dist/bundle/meta.json", import.meta.url)), "utf8")) as {
+  outputs: Record<string, { imports: Array<{ path: string; kind: string }>; inputs: Record<string, unknown> }>
+}
+
+/** Every source file loaded before the named chunk runs (its static imports, transitively). */
+const loadedWith = (chunk: string) => {
+  const start = Object.keys(meta.outputs).find((file) => file.includes(`/${chunk}-`))!
+  const seen = new Set<string>()
+  const visit = (file: string) => {
+    if (seen.has(file) || !meta.outputs[file]) return
+    seen.add(file)
+    for (const entry of meta.outputs[file]!.imports) if (entry.kind === "import-statement") visit(entry.path)
+  }
+  visit(start)
+  return [...seen].flatMap((file) => Object.keys(meta.outputs[file]!.inputs))
+}
+
+describe("the bundled CLI", () => {
+  it("parses arguments and prints help without loading the runtime, providers or MCP", () => {
+    const inputs = loadedWith("Main")
+    expect(inputs.some((file) => file.includes("node_modules/@effect/cli/"))).toBe(true)
+    expect(inputs.filter((file) => /packages\/(core|domain)\/|@ai-sdk|node_modules\/ai\/|@modelcontextprotocol|better-sqlite3/.test(file))).toEqual([])
+  })
+
+  it("inspecting sessions does not load the model or MCP libraries", () => {
+    const inputs = loadedWith("Session")
+    expect(inputs.some((file) => file.includes("packages/core/dist/SessionStore.js"))).toBe(true)
+    expect(inputs.filter((file) => /@ai-sdk|node_modules\/ai\/|@modelcontextprotocol/.test(file))).toEqual([])
+  })
+})

@@ -1,0 +1,89 @@
+import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import { agent, project, terminal } from "./AgentProcess.js"
+
+const { text, toolCall } = ScriptedModel
+
+describe("agent run in a terminal", () => {
+  it.scopedLive("asks for permissions: always, then reject with a message the model reads; -i keeps the session going", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([
+        [toolCall("read", { filePath: "notes.txt" })],
+        [text("Rewriting it."), toolCall("write", { filePath: "notes.txt", content: "goodbye\n" })],
+        "Understood, I left notes.txt alone.",
+        [toolCall("read", { filePath: "notes.txt" })],
+        "It still says hello."
+      ])
+      const box = yield* project(server.url, { permission: { read: "ask", edit: "ask" } }, { "project/notes.txt": "hello\n" })
+      const user = yield* terminal(box, ["run", "-i", "tidy the notes"])
+
+      yield* user.waitFor(/Allow read "notes\.txt"\? \[o\]nce, \[a\]lways, \[r\]eject, \[m\]essage: /)
+      yield* user.type("a\r")
+      yield* user.waitFor(/read\s+notes\.txt/)
+      // The write shows its diff before the question.
+      const diff = yield* user.waitFor(/-hello\n\+goodbye[\s\S]*?Allow edit "notes\.txt"\? \[o\]nce, \[a\]lways, \[r\]eject, \[m\]essage: /)
+      expect(diff).toContain("-hello")
+      yield* user.type("m\r")
+      yield* user.waitFor(/Tell the agent what to do instead: /)
+      yield* user.type("keep the original file\r")
+      yield* user.waitFor(/Understood, I left notes\.txt alone\.\n/)
+
+      // Same session, next prompt: the read is allowed for good now, so nobody is asked.
+      yield* user.waitFor(/> /)
+      yield* user.type("read it again\r")
+      yield* user.waitFor(/It still says hello\.\n/)
+      yield* user.waitFor(/> /)
+      yield* user.type("/exit\r")
+      expect(yield* user.exited).toBe(0)
+
+      const screen = user.screen()
+      expect(screen.match(/Allow read/g)).toHaveLength(1)
+      expect(fs.readFileSync(box.path("project/notes.txt"), "utf8")).toBe("hello\n")
+      expect(server.requests).toHaveLength(5)
+      // The model was told why the write did not happen, and went on.
+      expect(JSON.stringify(server.requests[2]!.messages)).toContain("keep the original file")
+      // One session: the last request carries the whole conversation.
+      const last = JSON.stringify(server.requests[4]!.messages)
+      expect(last).toContain("tidy the notes")
+      expect(last).toContain("read it again")
+    }), 120_000)
+
+  it.scopedLive("a plain reject stops the run with exit code 3; Ctrl-D at the prompt ends the session", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "rm -rf build", description: "Clean" })], "never"])
+      const box = yield* project(server.url, { permission: { bash: "ask" } })
+      const user = yield* terminal(box, ["run", "-i", "clean up"])
+      yield* user.waitFor(/Allow bash "rm -rf build"\?.*: /)
+      yield* user.type("maybe\r")
+      yield* user.waitFor(/Please answer o, a, r or m\. Allow bash/)
+      yield* user.type("r\r")
+      yield* user.waitFor(/agent: run rejected/)
+      yield* user.waitFor(/> /)
+      yield* user.type("\x04")
+      expect(yield* user.exited).toBe(3)
+      expect(server.requests).toHaveLength(1)
+    }), 60_000)
+
+  it.scopedLive("Ctrl-C while a permission question is open aborts the run: exit 130", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "make", description: "Build" })], "never"])
+      const box = yield* project(server.url, { permission: { bash: "ask" } })
+      const user = yield* terminal(box, ["run", "build it"])
+      yield* user.waitFor(/Allow bash "make"\?.*: /)
+      yield* user.type("\x03")
+      yield* user.waitFor(/agent: run aborted/)
+      expect(yield* user.exited).toBe(130)
+      expect(server.requests).toHaveLength(1)
+    }), 60_000)
+
+  it.scopedLive("--interactive without a terminal is a usage error", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([])
+      const box = yield* project(server.url)
+      const result = yield* agent(box, ["run", "-i", "hello"])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain("--interactive needs a terminal")
+    }))
+})
