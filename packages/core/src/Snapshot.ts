@@ -36,6 +36,10 @@ const DEFAULT_GC_GRACE = Duration.minutes(15)
 /** More changed files than this are hashed by git in one batch rather than one by one here. */
 const BULK_THRESHOLD = 256
 const ROOT_CACHE = 64
+/** The stat cache is updated at most this often, or at once when this many paths wait. */
+const FLUSH_DELAY = Duration.seconds(1)
+const FLUSH_BATCH = 500
+const FLUSH_BYTES = 32 * 1024 * 1024
 const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
 /** Wait this long after a session is deleted before collecting, so deletions batch up. */
 const GC_AFTER_DELETE = Duration.seconds(30)
@@ -293,8 +297,14 @@ function make() {
     let loaded = false
     /** The files as last seen: the latest snapshot of this process. */
     let current: Tree.Dir = Tree.EMPTY
-    /** Changed paths not yet written to our index. */
+    /**
+     * Changed paths not yet written to our index, and those being written: git cannot list their
+     * changes (a file it never recorded cannot show as deleted), so every scan looks at them itself.
+     */
     const pendingIndex = new Set<string>()
+    const indexing = new Set<string>()
+    /** Paths git refused to record: always scanned by us. */
+    const stuck = new Set<string>()
     /** Paths git re-hashed for the index since the last scan: their content may differ from ours. */
     const recheck = new Set<string>()
     const roots = new Map<string, Tree.Dir>()
@@ -457,6 +467,18 @@ function make() {
       return isGitPath(posix) ? undefined : posix
     }
 
+    /**
+     * What we hashed of files git has not yet recorded in the stat cache, by stat signature: a file
+     * whose signature is unchanged, and that was already settled when we read it, is not read again.
+     */
+    const hashed = new Map<string, { readonly signature: string; readonly entry: Tree.FileEntry; readonly at: number }>()
+    const signatureOf = (stat: fs.Stats) => `${stat.mtimeMs}:${stat.ctimeMs}:${stat.size}:${stat.ino}:${stat.mode}`
+    /** A change in the same clock tick keeps the signature; files without sub-second times get a wider margin. */
+    const settled = (stat: fs.Stats, at: number) => {
+      const margin = stat.mtimeMs % 1000 === 0 && stat.ctimeMs % 1000 === 0 ? 2000 : 50
+      return Math.max(stat.mtimeMs, stat.ctimeMs) < at - margin
+    }
+
     const hashPath = (file: string): Hashed => {
       const absolute = path.join(root, file)
       let stat: fs.Stats
@@ -466,15 +488,21 @@ function make() {
         return { kind: "gone" }
       }
       try {
-        if (stat.isSymbolicLink()) {
-          const target = fs.readlinkSync(absolute, { encoding: "buffer" })
-          return { kind: "file", entry: { type: "file", mode: "120000", id: writer.write("blob", target) } }
-        }
-        if (stat.isFile()) {
-          if (stat.size > maxFileSize) return { kind: "skip" }
-          const content = fs.readFileSync(absolute)
-          const mode = (stat.mode & 0o100) !== 0 ? "100755" : "100644"
-          return { kind: "file", entry: { type: "file", mode, id: writer.write("blob", content) } }
+        if (stat.isSymbolicLink() || stat.isFile()) {
+          if (stat.isFile() && stat.size > maxFileSize) return { kind: "skip" }
+          const signature = signatureOf(stat)
+          const known = hashed.get(file)
+          if (known && known.signature === signature && settled(stat, known.at)) return { kind: "file", entry: known.entry }
+          const at = Date.now()
+          const entry: Tree.FileEntry = stat.isSymbolicLink()
+            ? { type: "file", mode: "120000", id: writer.write("blob", fs.readlinkSync(absolute, { encoding: "buffer" })) }
+            : {
+              type: "file",
+              mode: (stat.mode & 0o100) !== 0 ? "100755" : "100644",
+              id: writer.write("blob", fs.readFileSync(absolute))
+            }
+          hashed.set(file, { signature, entry, at })
+          return { kind: "file", entry }
         }
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code
@@ -498,29 +526,63 @@ function make() {
       return delta
     }
 
+    /** Puts queued objects on disk (before git reads the store, and in the background). */
+    const flushObjects = Effect.tryPromise({
+      try: () => writer.flush(),
+      catch: (error) => new SnapshotUnavailable({ detail: `cannot write to the store: ${error instanceof Error ? error.message : String(error)}` })
+    })
+
+    /** `--replace`: a file may take the place of a directory (or the other way round). */
+    const updateIndex = (files: ReadonlyArray<string>) =>
+      Git.run(context, ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], { input: files.join("\0") + "\0" })
+
     /** Writes the changed paths into our index (the stat cache), one batch at a time. */
     const flushIndex = indexLock.withPermits(1)(
       Effect.suspend(() => {
         const batch = [...pendingIndex]
         pendingIndex.clear()
         if (batch.length === 0) return Effect.void
+        for (const file of batch) indexing.add(file)
         // Uninterruptible: a git killed mid-write would leave a lock that blocks every later update.
-        return Git.run(context, ["update-index", "--add", "--remove", "-z", "--stdin"], { input: batch.join("\0") + "\0" })
-          .pipe(
-            Effect.uninterruptible,
-            Effect.tap(() => Effect.sync(() => batch.forEach((file) => recheck.add(file)))),
-            Effect.catchAll((error) => Effect.logWarning(`snapshot stat cache not updated: ${error.message}`)),
-            Effect.asVoid
-          )
+        return updateIndex(batch).pipe(
+          Effect.uninterruptible,
+          Effect.tap(() =>
+            Effect.sync(() => {
+              for (const file of batch) {
+                recheck.add(file)
+                hashed.delete(file)
+                stuck.delete(file)
+              }
+            })
+          ),
+          Effect.ensuring(Effect.sync(() => batch.forEach((file) => indexing.delete(file)))),
+          // Correct either way: paths git did not take stay scan candidates of our own.
+          Effect.catchAll((error) =>
+            Effect.zipRight(
+              Effect.sync(() => batch.forEach((file) => stuck.add(file))),
+              Effect.logWarning(`snapshot stat cache not updated: ${error.message}`)
+            )
+          ),
+          Effect.asVoid
+        )
       })
     )
 
+    /**
+     * The stat cache is brought up to date in the background, at most every second (or at once past
+     * FLUSH_BATCH paths): until then a scan lists those files again and `hashed` answers for them.
+     */
     let flushing = false
+    const waiting = () => pendingIndex.size > 0 || writer.pending.count > 0
     const scheduleFlush = Effect.suspend(() => {
-      if (flushing || pendingIndex.size === 0) return Effect.void
+      if (flushing || !waiting()) return Effect.void
       flushing = true
-      const loop: Effect.Effect<void> = Effect.suspend(() => (pendingIndex.size === 0 ? Effect.void : Effect.zipRight(flushIndex, loop)))
-      return loop.pipe(
+      const loop: Effect.Effect<void, SnapshotUnavailable> = Effect.suspend(() =>
+        waiting() ? Effect.zipRight(Effect.zipRight(flushObjects, flushIndex), loop) : Effect.void
+      )
+      const urgent = pendingIndex.size >= FLUSH_BATCH || writer.pending.bytes >= FLUSH_BYTES
+      const wait = urgent ? Effect.void : Effect.sleep(FLUSH_DELAY)
+      return Effect.zipRight(wait, loop).pipe(
         Effect.ensuring(Effect.sync(() => (flushing = false))),
         Effect.catchAllCause((cause) => Effect.logError("snapshot stat cache update failed", cause)),
         Effect.forkIn(scope),
@@ -571,10 +633,7 @@ function make() {
           }
         })
         if (batch.length > 0) {
-          yield* indexLock.withPermits(1)(
-            Git.run(context, ["update-index", "--add", "--remove", "-z", "--stdin"], { input: batch.join("\0") + "\0" })
-              .pipe(Effect.uninterruptible)
-          )
+          yield* indexLock.withPermits(1)(updateIndex(batch).pipe(Effect.uninterruptible))
         }
         const next = yield* loadIndex
         recheck.clear()
@@ -591,7 +650,7 @@ function make() {
         yield* refuse(tooMany(maxFiles + 1))
         return false
       }
-      const candidates = new Set([...listed, ...recheck])
+      const candidates = new Set([...listed, ...recheck, ...pendingIndex, ...indexing, ...stuck])
       recheck.clear()
       if (candidates.size > BULK_THRESHOLD) {
         yield* bulkRefresh([...candidates])
@@ -605,7 +664,7 @@ function make() {
       return true
     })
 
-    const guarded = <A>(label: string, effect: Effect.Effect<A | undefined, Git.GitFailure>) =>
+    const guarded = <A>(label: string, effect: Effect.Effect<A | undefined, Git.GitFailure | SnapshotUnavailable>) =>
       effect.pipe(
         Effect.catchAllCause((cause) =>
           Effect.as(Effect.logWarning(`snapshot ${label} failed; this step has no snapshot`, cause), undefined)
@@ -618,7 +677,9 @@ function make() {
         lock.withPermits(1)(Effect.gen(function*() {
           if (!(yield* open)) return undefined
           if (!(yield* scan)) return undefined
-          return remember(current)
+          const id = remember(current)
+          yield* flushObjects
+          return id
         }))
       )
     })
@@ -639,6 +700,7 @@ function make() {
               }
               const start = current
               const id = remember(start)
+              yield* scheduleFlush
               hold(id)
               return { id, root: start }
             }))
@@ -659,14 +721,16 @@ function make() {
                   return rel ? [rel] : []
                 })
                 const delta = refresh(files)
+                const unchangedSince = current === start.root
                 yield* commit(delta)
                 // Only this step's own files: changes other sessions made meanwhile stay theirs.
-                end = Tree.apply(start.root, delta)
+                end = unchangedSince ? current : Tree.apply(start.root, delta)
               } else {
                 if (!(yield* scan)) return undefined
                 end = current
               }
               const snapshot = remember(end)
+              yield* scheduleFlush
               const changed = Tree.diff(start.root, end, writer)
               if (changed.length === 0) return { snapshot }
               return { snapshot, patch: { hash: start.id, files: changed.map((change) => path.join(root, change.file)) } }
@@ -686,6 +750,7 @@ function make() {
         const cached = roots.get(id)
         if (cached) return cached
         yield* openForRead
+        yield* flushObjects
         const output = yield* Git.run(context, ["ls-tree", "-r", "-z", "--full-tree", id]).pipe(
           Effect.mapError(() => new SnapshotMissing({ id }))
         )
@@ -714,6 +779,7 @@ function make() {
 
     const read = Effect.fn("Snapshot.read")(function*(ids: ReadonlyArray<string>) {
       yield* openForRead
+      yield* flushObjects
       const objects = yield* Git.readObjects(context, ids).pipe(Effect.orElseSucceed(() => new Map<string, Buffer>()))
       for (const id of ids) if (!objects.has(id)) return yield* new SnapshotMissing({ id })
       return objects
@@ -825,6 +891,7 @@ function make() {
       return yield* lock.withPermits(1)(Effect.gen(function*() {
         if (!fs.existsSync(path.join(gitDir, "HEAD"))) return { kept: 0, bytesBefore: 0, bytesAfter: 0 }
         yield* openForRead
+        yield* flushObjects
         yield* flushIndex
         const bytesBefore = dirSize(gitDir)
         const live = yield* liveSnapshots
@@ -858,6 +925,7 @@ function make() {
         for (const entries of others) {
           keep.push(Tree.build(entries.filter(([, entry]) => entry.mode === "160000" || present.has(entry.id))).id(writer))
         }
+        yield* flushObjects // the trees just built for other processes' stat caches
         const refs = [...new Set(keep)].sort().map((id) => `${id} refs/snapshots/${id}`)
         fs.writeFileSync(path.join(gitDir, "packed-refs"), `# pack-refs with: peeled fully-peeled sorted \n${refs.join("\n")}${refs.length ? "\n" : ""}`)
         const graceSeconds = Math.floor(Duration.toMillis(Duration.decode(options.grace ?? DEFAULT_GC_GRACE)) / 1000)
@@ -866,6 +934,7 @@ function make() {
         // Cached trees and the record of written objects may name what was just removed.
         writer.reset()
         roots.clear()
+        hashed.clear()
         fs.writeFileSync(path.join(gitDir, "gc-stamp"), String(Date.now()))
         return { kept: keep.length, bytesBefore, bytesAfter: dirSize(gitDir) }
       }).pipe(
@@ -905,7 +974,7 @@ function make() {
 
     // Leave our stat cache as the seed for the next process.
     yield* Effect.addFinalizer(() =>
-      flushIndex.pipe(
+      Effect.zipRight(flushObjects.pipe(Effect.ignore), flushIndex).pipe(
         Effect.zipRight(Effect.sync(() => {
           if (fs.existsSync(ownIndex)) fs.renameSync(ownIndex, path.join(gitDir, "index"))
         })),

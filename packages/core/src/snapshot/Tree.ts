@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto"
-import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import * as zlib from "node:zlib"
 
@@ -32,15 +32,24 @@ export class Dir {
   /** The tree's object id, computed once and written through `writer` when it is new. */
   id(writer: ObjectWriter): string {
     if (this.cachedId !== undefined) return this.cachedId
-    const names = [...this.children.keys()].sort((a, b) => compareNames(a, this.children.get(a)!, b, this.children.get(b)!))
-    const chunks: Array<Buffer> = []
-    for (const name of names) {
-      const child = this.children.get(name)!
+    const entries: Array<{ readonly name: string; readonly key: string; readonly mode: string; readonly id: string }> = []
+    let size = 0
+    let wide = false
+    for (const [name, child] of this.children) {
       const mode = child.type === "file" ? child.mode : "40000"
-      const childId = child.type === "file" ? child.id : child.id(writer)
-      chunks.push(Buffer.from(`${mode} ${name}\0`, "utf8"), Buffer.from(childId, "hex"))
+      entries.push({ name, key: child.type === "dir" ? `${name}/` : name, mode, id: child.type === "file" ? child.id : child.id(writer) })
+      const bytes = Buffer.byteLength(name, "utf8")
+      if (bytes !== name.length || WIDE.test(name)) wide = true
+      size += mode.length + 1 + bytes + 1 + 20
     }
-    this.cachedId = writer.write("tree", Buffer.concat(chunks))
+    entries.sort(wide ? compareBytes : compareAscii)
+    const body = Buffer.allocUnsafe(size)
+    let offset = 0
+    for (const entry of entries) {
+      offset += body.write(`${entry.mode} ${entry.name}\0`, offset, "utf8")
+      offset += body.write(entry.id, offset, "hex")
+    }
+    this.cachedId = writer.write("tree", body)
     return this.cachedId
   }
   /** Records an id already known to be stored (a tree read back from git). */
@@ -54,19 +63,51 @@ export type Entry = FileEntry | Dir
 
 export const EMPTY = new Dir(new Map())
 
-/** Git orders tree entries by name bytes, with directory names compared as if they ended in "/". */
-const compareNames = (a: string, entryA: Entry, b: string, entryB: Entry): number =>
-  Buffer.compare(
-    Buffer.from(entryA.type === "dir" ? `${a}/` : a, "utf8"),
-    Buffer.from(entryB.type === "dir" ? `${b}/` : b, "utf8")
-  )
+/**
+ * Git orders tree entries by the bytes of their names, with directory names compared as if they
+ * ended in "/". For names without characters above U+D7FF, JavaScript's string order is that order.
+ */
+const WIDE = /[\ud800-\uffff]/
+const compareAscii = (a: { readonly key: string }, b: { readonly key: string }) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
+const compareBytes = (a: { readonly key: string }, b: { readonly key: string }) =>
+  Buffer.compare(Buffer.from(a.key, "utf8"), Buffer.from(b.key, "utf8"))
 
 export const sameFile = (a: FileEntry | undefined, b: FileEntry | undefined): boolean =>
   a === b || (a !== undefined && b !== undefined && a.id === b.id && a.mode === b.mode)
 
-/** Writes git loose objects (zlib-deflated `<type> <size>\0<body>`, named by SHA-1) once each. */
+/** Objects this small fill one disk block whether compressed or not: stored, they cost no zlib call. */
+const STORE_BELOW = 4096
+
+/** A zlib stream (RFC 1950): deflate for larger objects, stored blocks for small ones (git reads both). */
+const zlibEncode = (data: Buffer): Buffer => {
+  if (data.length >= STORE_BELOW) return zlib.deflateSync(data, { level: 1 })
+  const out = Buffer.allocUnsafe(2 + 5 + data.length + 4)
+  out[0] = 0x78
+  out[1] = 0x01
+  out[2] = 0x01 // final block, stored
+  out.writeUInt16LE(data.length, 3)
+  out.writeUInt16LE(~data.length & 0xffff, 5)
+  data.copy(out, 7)
+  let a = 1
+  let b = 0
+  for (let index = 0; index < data.length; index++) {
+    a = (a + data[index]!) % 65521
+    b = (b + a) % 65521
+  }
+  out.writeUInt32BE(((b << 16) | a) >>> 0, 7 + data.length)
+  return out
+}
+
+/**
+ * Stores git loose objects (zlib-compressed `<type> <size>\0<body>`, named by SHA-1), each once.
+ * `write` only hashes and queues: files are created by `flush` (in the background, or before git
+ * reads the store), so a step's critical path creates no files.
+ */
 export class ObjectWriter {
   private readonly known = new Set<string>()
+  private readonly waiting = new Map<string, Buffer>()
+  private waitingBytes = 0
+  private chain: Promise<void> = Promise.resolve()
   /** Bytes written (compressed) since this writer was made. */
   written = 0
   constructor(private readonly objectsDir: string) {}
@@ -76,20 +117,43 @@ export class ObjectWriter {
   }
 
   write(type: "blob" | "tree", body: Buffer): string {
-    const id = ObjectWriter.hash(type, body)
-    if (this.known.has(id)) return id
-    const dir = path.join(this.objectsDir, id.slice(0, 2))
-    const file = path.join(dir, id.slice(2))
-    if (!fs.existsSync(file)) {
-      fs.mkdirSync(dir, { recursive: true })
-      const data = zlib.deflateSync(Buffer.concat([Buffer.from(`${type} ${body.length}\0`), body]), { level: 1 })
-      const temp = path.join(dir, `tmp_${process.pid}_${Math.random().toString(36).slice(2)}`)
-      fs.writeFileSync(temp, data, { mode: 0o444 })
-      fs.renameSync(temp, file)
-      this.written += data.length
-    }
-    this.known.add(id)
+    const header = Buffer.from(`${type} ${body.length}\0`)
+    const id = createHash("sha1").update(header).update(body).digest("hex")
+    if (this.known.has(id) || this.waiting.has(id)) return id
+    this.waiting.set(id, Buffer.concat([header, body]))
+    this.waitingBytes += body.length
     return id
+  }
+
+  /** Objects queued and not yet on disk, and their size. */
+  get pending(): { readonly count: number; readonly bytes: number } {
+    return { count: this.waiting.size, bytes: this.waitingBytes }
+  }
+
+  /** Puts every queued object on disk; calls run one after another. */
+  flush(): Promise<void> {
+    const batch = [...this.waiting]
+    this.waiting.clear()
+    this.waitingBytes = 0
+    const run = this.chain.catch(() => undefined).then(async () => {
+      for (const [id, raw] of batch) {
+        const dir = path.join(this.objectsDir, id.slice(0, 2))
+        const file = path.join(dir, id.slice(2))
+        try {
+          await fsp.access(file)
+        } catch {
+          await fsp.mkdir(dir, { recursive: true })
+          const data = zlibEncode(raw)
+          const temp = path.join(dir, `tmp_${process.pid}_${Math.random().toString(36).slice(2)}`)
+          await fsp.writeFile(temp, data, { mode: 0o444 })
+          await fsp.rename(temp, file)
+          this.written += data.length
+        }
+        this.known.add(id)
+      }
+    })
+    this.chain = run
+    return run
   }
 
   /** Forget what was written (after a garbage collection may have removed objects). */
@@ -131,21 +195,16 @@ const applyAt = (
   const current = () => (children ??= new Map(dir?.children))
   for (const [name, group] of groups) {
     const existing = (children ?? dir?.children)?.get(name)
-    // A leaf change first (a file replaced by a directory arrives as a removal plus deeper adds).
-    let next: Entry | undefined = existing
-    for (const change of group) {
-      if (change.segments.length === depth + 1) {
-        if (change.entry) next = change.entry
-        else if (next?.type === "file") next = undefined
-      }
-    }
+    // The path itself as a file, and as a directory; the worktree has at most one of them, so a
+    // file named by a change wins over a directory (whose files then arrive as removals).
+    let file = existing?.type === "file" ? existing : undefined
+    let sub = existing?.type === "dir" ? existing : undefined
+    for (const change of group) if (change.segments.length === depth + 1) file = change.entry
     const deeper = group.filter((change) => change.segments.length > depth + 1)
-    if (deeper.length > 0) {
-      const sub = applyAt(next?.type === "dir" ? next : undefined, deeper, depth + 1)
-      next = sub
-    }
+    if (deeper.length > 0) sub = applyAt(sub, deeper, depth + 1)
+    const next: Entry | undefined = file ?? (sub && sub.children.size > 0 ? sub : undefined)
     if (next === existing || (next?.type === "file" && existing?.type === "file" && sameFile(next, existing))) continue
-    if (next === undefined || (next.type === "dir" && next.children.size === 0)) current().delete(name)
+    if (next === undefined) current().delete(name)
     else current().set(name, next)
   }
   if (!children) return dir

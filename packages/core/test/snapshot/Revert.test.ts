@@ -1,7 +1,7 @@
 import type { MessageWithParts, Part } from "@agent/domain"
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Stream } from "effect"
+import { Chunk, Effect, Fiber, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Bus } from "../../src/Bus.js"
@@ -9,6 +9,7 @@ import { SessionChanges, unifiedDiff } from "../../src/SessionChanges.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import { Snapshot } from "../../src/Snapshot.js"
+import { sleeper } from "../loop/tools.js"
 import { hasObject, makeUserRepo, readState, repoFingerprint } from "./helpers.js"
 
 const { text, toolCall } = ScriptedModel
@@ -218,17 +219,34 @@ describe("snapshots, patches and revert on a real repository", () => {
 
   it.scopedLive("revert while the session runs is refused, and an unknown point is a clear error", () =>
     Effect.gen(function*() {
-      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make(["hello"]) })
+      const model = ScriptedModel.make(["hello", [toolCall("sleeper", { seconds: 30 })], "woke up"])
+      const runtime = yield* TestRuntime.make({ model, tools: [sleeper] })
       yield* Effect.gen(function*() {
         const store = yield* SessionStore
+        const loop = yield* SessionLoop
         const changes = yield* SessionChanges
         const session = yield* store.create()
-        yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "hi" }] })
+        yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "hi" }] })
         const missing = yield* Effect.flip(changes.revert({ sessionID: session.id, messageID: "msg_00000000000000aaaaaaaaaaaa" as never }))
         expect(missing).toMatchObject({ _tag: "RevertError", reason: "point_not_found" })
         expect(missing.message).toContain("msg_00000000000000aaaaaaaaaaaa")
         const notReverted = yield* Effect.flip(changes.unrevert(session.id))
         expect(notReverted).toMatchObject({ reason: "not_reverted" })
+
+        const [first] = yield* store.messages(session.id)
+        const run = yield* Effect.fork(loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "sleep" }] }))
+        // wait until the sleeper runs
+        for (;;) {
+          const messages = yield* store.messages(session.id)
+          if (messages.some((message) => message.parts.some((part) => part.type === "tool" && part.state.status === "running"))) break
+          yield* Effect.sleep("20 millis")
+        }
+        const busy = yield* Effect.flip(changes.revert({ sessionID: session.id, messageID: first!.info.id }))
+        expect(busy).toMatchObject({ reason: "busy" })
+        expect(busy.message).toContain("is running")
+        yield* loop.abort(session.id)
+        yield* Fiber.join(run)
+        expect((yield* store.get(session.id)).revert).toBeUndefined()
       }).pipe(Effect.provide(runtime.layer))
     }))
 
