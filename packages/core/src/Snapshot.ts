@@ -40,6 +40,8 @@ const ROOT_CACHE = 64
 const FLUSH_DELAY = Duration.seconds(1)
 const FLUSH_BATCH = 500
 const FLUSH_BYTES = 32 * 1024 * 1024
+/** Git's timestamps here have one-second resolution: wait past it before refreshing the stat cache. */
+const RACY_SETTLE = Duration.millis(1500)
 const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
 /** Wait this long after a session is deleted before collecting, so deletions batch up. */
 const GC_AFTER_DELETE = Duration.seconds(30)
@@ -287,6 +289,7 @@ function make() {
     const retentionMs = (config.snapshot_store?.retention_days ?? DEFAULT_RETENTION_DAYS) * 24 * 60 * 60 * 1000
 
     const writer = new Tree.ObjectWriter(objectsDir)
+    const git = yield* Git.shellRunner(context, gitDir)
     /** Serializes everything that reads or moves `current`. */
     const lock = yield* Effect.makeSemaphore(1)
     /** Serializes writes of our index (the stat cache). */
@@ -424,7 +427,7 @@ function make() {
     /** Our index as a tree: the files as git last hashed them. */
     const loadIndex = Effect.gen(function*() {
       if (!fs.existsSync(ownIndex)) return Tree.EMPTY
-      return Tree.build(parseStage(yield* Git.run(context, ["ls-files", "-s", "-z"])))
+      return Tree.build(parseStage(yield* git(["ls-files", "-s", "-z"])))
     })
 
     /** Creates the store if needed and loads our stat cache as `current` (once). */
@@ -534,7 +537,7 @@ function make() {
 
     /** `--replace`: a file may take the place of a directory (or the other way round). */
     const updateIndex = (files: ReadonlyArray<string>) =>
-      Git.run(context, ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], { input: files.join("\0") + "\0" })
+      git(["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], { input: files.join("\0") + "\0" })
 
     /** Writes the changed paths into our index (the stat cache), one batch at a time. */
     const flushIndex = indexLock.withPermits(1)(
@@ -602,7 +605,7 @@ function make() {
     const listChanged = Effect.gen(function*() {
       let count = 0
       let over = false
-      const output = yield* Git.run(context, ["ls-files", "-z", "-m", "-o", "--exclude-standard"], {
+      const output = yield* git(["ls-files", "-z", "-m", "-o", "--exclude-standard"], {
         onStdout: (chunk) => {
           for (let index = chunk.indexOf(0); index >= 0; index = chunk.indexOf(0, index + 1)) count++
           if (count > maxFiles) over = true
@@ -616,6 +619,23 @@ function make() {
     const tooMany = (count: number) =>
       `the project has more than ${maxFiles} files that are not ignored (${count} or more; limit snapshot_store.max_files). ` +
       `Undo and session diffs are off for it: ignore large directories in .gitignore or raise the limit.`
+
+    /**
+     * Files changed in the same second as the index was written are "racily clean" to git: every
+     * later `ls-files` and index write re-reads them. After a bulk update (a project just cloned or
+     * generated, a big install) the whole index can be racy, so it is refreshed once things settle.
+     */
+    let refreshing = false
+    const refreshLater = Effect.suspend(() => {
+      if (refreshing) return Effect.void
+      refreshing = true
+      return Effect.sleep(RACY_SETTLE).pipe(
+        Effect.zipRight(indexLock.withPermits(1)(git(["update-index", "-q", "--refresh"]).pipe(Effect.uninterruptible, Effect.ignore))),
+        Effect.ensuring(Effect.sync(() => (refreshing = false))),
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
 
     /** Hashes many files with git in one go, then reads the whole index back. */
     const bulkRefresh = (files: ReadonlyArray<string>) =>
@@ -634,6 +654,7 @@ function make() {
         })
         if (batch.length > 0) {
           yield* indexLock.withPermits(1)(updateIndex(batch).pipe(Effect.uninterruptible))
+          yield* refreshLater
         }
         const next = yield* loadIndex
         recheck.clear()
@@ -751,7 +772,7 @@ function make() {
         if (cached) return cached
         yield* openForRead
         yield* flushObjects
-        const output = yield* Git.run(context, ["ls-tree", "-r", "-z", "--full-tree", id]).pipe(
+        const output = yield* git(["ls-tree", "-r", "-z", "--full-tree", id]).pipe(
           Effect.mapError(() => new SnapshotMissing({ id }))
         )
         const entries: Array<readonly [string, Tree.FileEntry]> = []
@@ -780,7 +801,7 @@ function make() {
     const read = Effect.fn("Snapshot.read")(function*(ids: ReadonlyArray<string>) {
       yield* openForRead
       yield* flushObjects
-      const objects = yield* Git.readObjects(context, ids).pipe(Effect.orElseSucceed(() => new Map<string, Buffer>()))
+      const objects = yield* Git.readObjects(git, ids).pipe(Effect.orElseSucceed(() => new Map<string, Buffer>()))
       for (const id of ids) if (!objects.has(id)) return yield* new SnapshotMissing({ id })
       return objects
     })
@@ -908,7 +929,7 @@ function make() {
             continue
           }
           others.push(
-            yield* Git.run({ ...context, indexFile: path.join(gitDir, name) }, ["ls-files", "-s", "-z"]).pipe(
+            yield* git(["ls-files", "-s", "-z"], { indexFile: path.join(gitDir, name) }).pipe(
               Effect.map(parseStage),
               Effect.orElseSucceed(() => [])
             )
@@ -916,7 +937,7 @@ function make() {
         }
         // Only objects the store still has can be kept (git refuses refs to missing objects).
         const wanted = [...live, ...others.flatMap((entries) => entries.map(([, entry]) => entry.id))]
-        const check = yield* Git.run(context, ["cat-file", "--batch-check"], { input: [...new Set(wanted)].join("\n") + "\n" })
+        const check = yield* git(["cat-file", "--batch-check"], { input: [...new Set(wanted)].join("\n") + "\n" })
         const present = new Set(
           check.toString("utf8").split("\n").filter((line) => / (tree|blob|commit) \d+$/.test(line)).map((line) => line.split(" ")[0]!)
         )
@@ -929,8 +950,8 @@ function make() {
         const refs = [...new Set(keep)].sort().map((id) => `${id} refs/snapshots/${id}`)
         fs.writeFileSync(path.join(gitDir, "packed-refs"), `# pack-refs with: peeled fully-peeled sorted \n${refs.join("\n")}${refs.length ? "\n" : ""}`)
         const graceSeconds = Math.floor(Duration.toMillis(Duration.decode(options.grace ?? DEFAULT_GC_GRACE)) / 1000)
-        yield* Git.run(context, ["repack", "-A", "-d", "-q"])
-        yield* Git.run(context, ["prune", `--expire=${graceSeconds <= 0 ? "now" : `${graceSeconds}.seconds.ago`}`])
+        yield* git(["repack", "-A", "-d", "-q"])
+        yield* git(["prune", `--expire=${graceSeconds <= 0 ? "now" : `${graceSeconds}.seconds.ago`}`])
         // Cached trees and the record of written objects may name what was just removed.
         writer.reset()
         roots.clear()

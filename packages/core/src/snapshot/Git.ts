@@ -1,5 +1,8 @@
-import { Data, Effect } from "effect"
-import { spawn } from "node:child_process"
+import { Data, Effect, type Scope } from "effect"
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
 
 /**
  * Runs git against the snapshot store only: GIT_DIR is the store, GIT_WORK_TREE the project, and
@@ -53,14 +56,19 @@ export interface RunOptions {
   readonly input?: string | Buffer
   /** Sees stdout as it arrives; return false to stop git early (the result is then what arrived). */
   readonly onStdout?: (chunk: Buffer) => boolean
+  /** Another index file for this call. */
+  readonly indexFile?: string
 }
+
+/** Runs one git command against the store; a non-zero exit is a GitFailure. */
+export type Runner = (args: ReadonlyArray<string>, options?: RunOptions) => Effect.Effect<Buffer, GitFailure>
 
 /** Runs one git command in the store and returns its stdout; a non-zero exit is a GitFailure. */
 export const run = (context: GitContext, args: ReadonlyArray<string>, options: RunOptions = {}) =>
   Effect.async<Buffer, GitFailure>((resume) => {
     const child = spawn("git", [...GLOBAL_ARGS, ...args], {
       cwd: context.workTree,
-      env: environment(context),
+      env: { ...environment(context), ...(options.indexFile ? { GIT_INDEX_FILE: options.indexFile } : {}) },
       stdio: ["pipe", "pipe", "pipe"]
     })
     const out: Array<Buffer> = []
@@ -105,12 +113,12 @@ export const splitZ = (output: Buffer): Array<string> => {
  * Reads objects by id with one `git cat-file --batch` (loose and packed alike). Missing objects
  * are absent from the result.
  */
-export const readObjects = (context: GitContext, ids: ReadonlyArray<string>) =>
+export const readObjects = (git: Runner, ids: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const result = new Map<string, Buffer>()
     const unique = [...new Set(ids)]
     if (unique.length === 0) return result
-    const output = yield* run(context, ["cat-file", "--batch"], { input: unique.join("\n") + "\n" })
+    const output = yield* git(["cat-file", "--batch"], { input: unique.join("\n") + "\n" })
     let offset = 0
     for (const id of unique) {
       const newline = output.indexOf(10, offset)
@@ -124,4 +132,173 @@ export const readObjects = (context: GitContext, ids: ReadonlyArray<string>) =>
       offset += size + 1
     }
     return result
+  })
+
+// --- a resident shell ---------------------------------------------------------------------------
+
+const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`
+
+/** One `sh` that runs git commands for us, one at a time. */
+class Shell {
+  private child: ChildProcessWithoutNullStreams | undefined
+  private current:
+    | {
+      readonly token: Buffer
+      readonly errToken: string
+      readonly out: Array<Buffer>
+      tail: Buffer
+      err: string
+      code: number | undefined
+      errDone: boolean
+      readonly onStdout: ((chunk: Buffer) => boolean) | undefined
+      readonly done: (result: { readonly output: Buffer; readonly code: number | null; readonly stderr: string; readonly stopped: boolean }) => void
+    }
+    | undefined
+
+  constructor(private readonly context: GitContext, private readonly scratch: string) {}
+
+  private start(): ChildProcessWithoutNullStreams {
+    if (this.child) return this.child
+    // Its own process group, so a command stopped early dies with the shell.
+    const child = spawn("/bin/sh", [], { cwd: this.context.workTree, env: environment(this.context), stdio: "pipe", detached: true })
+    child.stdout.on("data", (chunk: Buffer) => this.onOut(chunk))
+    child.stderr.on("data", (chunk: Buffer) => this.onErr(chunk))
+    child.stdin.on("error", () => undefined)
+    const gone = () => {
+      if (this.child !== child) return
+      this.child = undefined
+      const pending = this.current
+      this.current = undefined
+      pending?.done({ output: Buffer.concat(pending.out), code: null, stderr: `${pending.err}\nthe git shell exited`, stopped: false })
+    }
+    child.on("exit", gone)
+    child.on("error", gone)
+    this.child = child
+    return child
+  }
+
+  private onOut(chunk: Buffer) {
+    const command = this.current
+    if (!command || command.code !== undefined) return
+    // The end marker is "\n<token> <code>\n" after git's output; look for it across chunk edges.
+    const joined = Buffer.concat([command.tail, chunk])
+    const at = joined.indexOf(command.token)
+    if (at < 0) {
+      const keep = Math.max(0, joined.length - command.token.length - 16)
+      if (keep > 0) {
+        const emitted = joined.subarray(0, keep)
+        command.out.push(emitted)
+        if (command.onStdout && !command.onStdout(emitted)) return this.stop()
+      }
+      command.tail = joined.subarray(keep)
+      return
+    }
+    const end = joined.indexOf(10, at + command.token.length)
+    if (end < 0) {
+      command.tail = joined
+      return
+    }
+    const emitted = joined.subarray(0, at)
+    if (emitted.length > 0) {
+      command.out.push(emitted)
+      if (command.onStdout && !command.onStdout(emitted)) return this.stop()
+    }
+    command.code = Number(joined.subarray(at + command.token.length, end).toString("utf8").trim())
+    this.settle()
+  }
+
+  private onErr(chunk: Buffer) {
+    const command = this.current
+    if (!command) return
+    command.err += chunk.toString("utf8")
+    const at = command.err.indexOf(command.errToken)
+    if (at >= 0) {
+      command.err = command.err.slice(0, at)
+      command.errDone = true
+      this.settle()
+    }
+  }
+
+  private settle() {
+    const command = this.current
+    if (!command || command.code === undefined || !command.errDone) return
+    this.current = undefined
+    command.done({ output: Buffer.concat(command.out), code: command.code, stderr: command.err, stopped: false })
+  }
+
+  /** Kills the shell and whatever it runs; the next command starts a new one. */
+  stop() {
+    const child = this.child
+    const command = this.current
+    this.child = undefined
+    this.current = undefined
+    if (child?.pid) {
+      try {
+        process.kill(-child.pid, "SIGKILL")
+      } catch {
+        child.kill("SIGKILL")
+      }
+    }
+    command?.done({ output: Buffer.concat(command.out), code: null, stderr: command.err, stopped: true })
+  }
+
+  run(args: ReadonlyArray<string>, options: RunOptions) {
+    return Effect.async<Buffer, GitFailure>((resume) => {
+      const id = randomBytes(12).toString("hex")
+      const input = options.input !== undefined && options.input.length > 0 ? path.join(this.scratch, `shell-input-${process.pid}-${id}`) : undefined
+      try {
+        if (input) fs.writeFileSync(input, options.input!)
+      } catch (error) {
+        resume(Effect.fail(new GitFailure({ args, code: null, stderr: (error as Error).message })))
+        return
+      }
+      const token = `@@agent-git-${id}@@`
+      const errToken = `@@agent-git-err-${id}@@\n`
+      const envPrefix = options.indexFile ? `GIT_INDEX_FILE=${quote(options.indexFile)} ` : ""
+      const line = `${envPrefix}git ${[...GLOBAL_ARGS, ...args].map(quote).join(" ")} < ${input ? quote(input) : "/dev/null"}; ` +
+        `printf '\\n%s %d\\n' ${quote(token)} $?; printf '%s\\n' ${quote(errToken.trimEnd())} >&2\n`
+      let finished = false
+      this.current = {
+        token: Buffer.from(`\n${token} `),
+        errToken,
+        out: [],
+        tail: Buffer.alloc(0),
+        err: "",
+        code: undefined,
+        errDone: false,
+        onStdout: options.onStdout,
+        done: (result) => {
+          finished = true
+          if (input) fs.rmSync(input, { force: true })
+          if (result.stopped || result.code === 0) resume(Effect.succeed(result.output))
+          else resume(Effect.fail(new GitFailure({ args, code: result.code, stderr: result.stderr })))
+        }
+      }
+      this.start().stdin.write(line)
+      return Effect.sync(() => {
+        if (!finished) this.stop()
+      })
+    })
+  }
+}
+
+/**
+ * Runs git through up to two resident shells instead of starting every git from this process:
+ * forking a large Node process costs far more than git's own work on a small command.
+ */
+export const shellRunner = (context: GitContext, scratch: string): Effect.Effect<Runner, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const idle: Array<Shell> = []
+    const all: Array<Shell> = []
+    const permits = yield* Effect.makeSemaphore(2)
+    yield* Effect.addFinalizer(() => Effect.sync(() => all.forEach((shell) => shell.stop())))
+    const acquire = Effect.sync(() => {
+      const shell = idle.pop() ?? new Shell(context, scratch)
+      if (!all.includes(shell)) all.push(shell)
+      return shell
+    })
+    return (args, options = {}) =>
+      permits.withPermits(1)(
+        Effect.acquireUseRelease(acquire, (shell) => shell.run(args, options), (shell) => Effect.sync(() => idle.push(shell)))
+      )
   })
