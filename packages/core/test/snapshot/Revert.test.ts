@@ -1,6 +1,7 @@
 import type { MessageWithParts, Part } from "@agent/domain"
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Fiber, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -9,8 +10,9 @@ import { SessionChanges, unifiedDiff } from "../../src/SessionChanges.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import { Snapshot } from "../../src/Snapshot.js"
+import * as SnapshotTree from "../../src/snapshot/Tree.js"
 import { sleeper } from "../loop/tools.js"
-import { hasObject, makeUserRepo, readState, repoFingerprint } from "./helpers.js"
+import { hasObject, makeUserRepo, readState, repoFingerprint, storeGit } from "./helpers.js"
 
 const { text, toolCall } = ScriptedModel
 
@@ -189,6 +191,10 @@ describe("snapshots, patches and revert on a real repository", () => {
       // --- the user's repository: index, stash, refs, objects and hooks untouched
       expect(repoFingerprint(project, home)).toBe(fingerprint)
       expect(fs.existsSync(marker)).toBe(false)
+      // --- and the snapshot store is a sound git store, outside the project
+      const store = path.join(runtime.box.instance.paths.data, "snapshot", runtime.box.instance.projectID)
+      expect(store.startsWith(project)).toBe(false)
+      storeGit(store, "fsck", "--strict", "--no-dangling")
     }))
 
   it.scopedLive("reverting to a part undoes that step and everything after it, keeping the parts before", () =>
@@ -247,6 +253,28 @@ describe("snapshots, patches and revert on a real repository", () => {
         yield* loop.abort(session.id)
         yield* Fiber.join(run)
         expect((yield* store.get(session.id)).revert).toBeUndefined()
+      }).pipe(Effect.provide(runtime.layer))
+    }))
+
+  it.scopedLive("an aborted step still records what it changed, so it can be undone", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make([[toolCall("bash", { command: "echo half > made.txt && sleep 30", description: "slow" })], "never"])
+      const runtime = yield* TestRuntime.make({ model })
+      const project = runtime.box.path("project")
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create()
+        const run = yield* Effect.fork(loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "go" }] }))
+        while (!fs.existsSync(path.join(project, "made.txt"))) yield* Effect.sleep("20 millis")
+        yield* loop.abort(session.id)
+        expect((yield* Fiber.join(run)).reason).toBe("aborted")
+        const [user, step] = yield* store.messages(session.id)
+        expect(patchesOf(step).map((patch) => patch.files)).toEqual([[path.join(project, "made.txt")]])
+        expect(step!.parts.some((part) => part.type === "snapshot")).toBe(true)
+        const result = yield* (yield* SessionChanges).revert({ sessionID: session.id, messageID: user!.info.id })
+        expect(result.restored).toEqual([path.join(project, "made.txt")])
+        expect(fs.existsSync(path.join(project, "made.txt"))).toBe(false)
       }).pipe(Effect.provide(runtime.layer))
     }))
 
@@ -315,6 +343,37 @@ describe("snapshot store limits and garbage collection", () => {
         // reading a collected snapshot is a clear error
         const missing = yield* Effect.flip(snapshot.entries(snapshotID, ["secret.txt"]))
         expect(missing.message).toContain("not in the store")
+      }).pipe(Effect.provide(runtime.layer))
+    }))
+
+  it.scopedLive("garbage collection drops the snapshots of sessions idle past the retention period, and keeps the others", () =>
+    Effect.gen(function*() {
+      const oldText = `old session ${Math.random()}\n`
+      const newText = `recent session ${Math.random()}\n`
+      const model = ScriptedModel.make([
+        [toolCall("write", { filePath: "old.txt", content: oldText })],
+        [toolCall("bash", { command: "rm old.txt", description: "remove" })],
+        "done",
+        [toolCall("write", { filePath: "new.txt", content: newText })],
+        [toolCall("bash", { command: "rm new.txt", description: "remove" })],
+        "done"
+      ])
+      const runtime = yield* TestRuntime.make({ model, files: { "project/agent.json": { snapshot_store: { retention_days: 3 } } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const snapshot = yield* Snapshot
+        const loop = yield* SessionLoop
+        const sql = yield* SqlClient.SqlClient
+        const older = yield* store.create()
+        yield* loop.prompt({ sessionID: older.id, parts: [{ type: "text", text: "go" }] })
+        const recent = yield* store.create()
+        yield* loop.prompt({ sessionID: recent.id, parts: [{ type: "text", text: "go" }] })
+        const { store: dir } = yield* snapshot.status()
+        const blob = (text: string) => SnapshotTree.ObjectWriter.hash("blob", Buffer.from(text))
+        expect([hasObject(dir, blob(oldText)), hasObject(dir, blob(newText))]).toEqual([true, true])
+        yield* sql`UPDATE session SET time_updated = ${Date.now() - 4 * 24 * 60 * 60 * 1000} WHERE id = ${older.id}`
+        yield* snapshot.gc({ grace: 0 })
+        expect([hasObject(dir, blob(oldText)), hasObject(dir, blob(newText))]).toEqual([false, true])
       }).pipe(Effect.provide(runtime.layer))
     }))
 
