@@ -18,8 +18,10 @@ import { PermissionService } from "./PermissionService.js"
 import { ProviderRegistry } from "./ProviderRegistry.js"
 import { SessionLoop } from "./SessionLoop.js"
 import { QuestionService } from "./QuestionService.js"
+import { SessionChanges } from "./SessionChanges.js"
 import { SessionStore } from "./SessionStore.js"
 import { SkillRegistry } from "./Skills.js"
+import { Snapshot } from "./Snapshot.js"
 import type { AnyTool } from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
 import { Truncation } from "./Truncate.js"
@@ -60,6 +62,8 @@ export type AppServices =
   | QuestionService
   | Mcp
   | Compaction
+  | Snapshot
+  | SessionChanges
   | SessionLoop
   | CommandRegistry
   | AgentGenerator
@@ -86,11 +90,13 @@ export const makeAppLayer = <PolicyError = never>(
     InstructionLoader.layer,
     SkillRegistry.layer,
     QuestionService.layer,
-    Mcp.layer
+    Mcp.layer,
+    Snapshot.layer
   ).pipe(Layer.provideMerge(configured))
   const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
-  const loop = SessionLoop.layer.pipe(Layer.provideMerge(permissions))
+  const changes = SessionChanges.layer.pipe(Layer.provideMerge(permissions))
+  const loop = SessionLoop.layer.pipe(Layer.provideMerge(changes))
   return Layer.mergeAll(CommandRegistry.layer, AgentGenerator.layer).pipe(Layer.provideMerge(loop))
 }

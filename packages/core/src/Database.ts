@@ -6,9 +6,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Instance } from "./Instance.js"
 import initial from "./migrations/0001_initial.js"
+import sessionDiff from "./migrations/0002_session_diff.js"
 
 /** Migrations are bundled as code (not read from a folder), so a bundled CLI still has them. */
-const records = { "0001_initial": initial }
+const records = { "0001_initial": initial, "0002_session_diff": sessionDiff }
 const migrations = SqliteMigrator.fromRecord(records)
 const latestKnown = Math.max(...Object.keys(records).map((key) => Number.parseInt(key, 10)))
 

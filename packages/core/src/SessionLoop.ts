@@ -49,8 +49,10 @@ import * as Permission from "./Permission.js"
 import { PermissionService } from "./PermissionService.js"
 import * as Prompts from "./Prompts.js"
 import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "./ProviderRegistry.js"
+import { SessionChanges } from "./SessionChanges.js"
 import { SessionStore } from "./SessionStore.js"
 import { SkillRegistry } from "./Skills.js"
+import { Snapshot, stepTouch } from "./Snapshot.js"
 import { Mcp } from "./Mcp.js"
 import { resourceTools } from "./tools/McpTools.js"
 import * as SystemPrompt from "./SystemPrompt.js"
@@ -201,6 +203,8 @@ export class SessionLoop extends Context.Tag("@agent/core/SessionLoop")<SessionL
     | Compaction
     | ConfigService
     | Instance
+    | Snapshot
+    | SessionChanges
   > = Layer.scoped(SessionLoop, make())
 }
 
@@ -221,6 +225,8 @@ function make() {
     const mcpResourceTools = resourceTools(mcp)
     const config = yield* (yield* ConfigService).get()
     const instance = yield* Instance
+    const snapshots = yield* Snapshot
+    const sessionChanges = yield* SessionChanges
     const layerScope = yield* Effect.scope
     const background = yield* FiberSet.make()
 
@@ -550,6 +556,9 @@ function make() {
         let lastAssistant: LiveMessage | undefined
         const touch = () => void (lastActivity = Date.now())
         const runner = runners.get(sessionID)!
+        // Snapshots of this run's steps (Snapshot.ts); the session's diff is refreshed when files changed.
+        const stepFiles = snapshots.steps()
+        let filesChanged = false
         if (options.autoApprove) {
           // Answer this session's asks with "once" for the whole run; deny rules still apply.
           const asked = yield* bus.subscribe({ types: ["permission.asked"] })
@@ -972,6 +981,32 @@ function make() {
             Effect.gen(function*() {
               const { agent, message, model } = input
               const info = message.info as AssistantMessage
+              // --- snapshot: the files before the step; after it (on success below, or here when
+              // aborted), the patch of what changed. Registered first so it runs after the tools stop.
+              const filesBefore = yield* stepFiles.begin()
+              let filesRecorded = false
+              const toolsById = new Map<string, Tool.Tool>(input.tools.map((tool) => [tool.id, tool]))
+              const recordFiles = Effect.suspend(() => {
+                filesRecorded = true
+                return stepFiles.finish(filesBefore, stepTouch(message.parts, (id) => toolsById.get(id), instance.directory))
+              }).pipe(Effect.tap((files) => Effect.sync(() => void (files?.patch && (filesChanged = true)))))
+              const writePatch = (files: Effect.Effect.Success<typeof recordFiles>) =>
+                files?.patch
+                  ? writePart(message, { id: Identifier.ascending("part") as PartID, sessionID, messageID: info.id, type: "patch", ...files.patch, files: [...files.patch.files] })
+                  : Effect.void
+              yield* Effect.addFinalizer((exit) => {
+                if (filesRecorded || Exit.isSuccess(exit)) return Effect.void
+                if (Option.isSome(Cause.failureOption(exit.cause))) return Effect.sync(() => stepFiles.failed(filesBefore))
+                return recordFiles.pipe(
+                  Effect.tap((files) =>
+                    files
+                      ? writePart(message, { id: Identifier.ascending("part") as PartID, sessionID, messageID: info.id, type: "snapshot", snapshot: files.snapshot })
+                      : Effect.void),
+                  Effect.flatMap(writePatch),
+                  Effect.catchAllCause((cause) => Effect.logWarning("recording the aborted step's files failed", cause))
+                )
+              })
+              // --- end snapshot
               const toolFibers = yield* FiberSet.make<void, never>()
               const open = new Map<string, Part>()
               const toolParts = new Map<string, ToolPart>()
@@ -980,7 +1015,13 @@ function make() {
               const abortController = new AbortController()
               yield* Effect.addFinalizer(() => Effect.sync(() => abortController.abort()))
 
-              const stepStart: Part = { id: Identifier.ascending("part") as PartID, sessionID, messageID: info.id, type: "step-start" }
+              const stepStart: Part = {
+                id: Identifier.ascending("part") as PartID,
+                sessionID,
+                messageID: info.id,
+                type: "step-start",
+                ...(filesBefore ? { snapshot: filesBefore.id } : {})
+              }
               yield* writePart(message, stepStart)
 
               const ask = (
@@ -1230,6 +1271,7 @@ function make() {
               }).pipe(Stream.runForEach(handle))
               // Every call the model made finishes (or fails) before the step ends.
               yield* FiberSet.awaitEmpty(toolFibers)
+              const filesAfter = yield* recordFiles
               if (stepFinish) {
                 const { cost, finishReason, usage } = stepFinish
                 runUsage.cost += cost
@@ -1240,11 +1282,15 @@ function make() {
                   messageID: info.id,
                   type: "step-finish",
                   reason: finishReason,
+                  ...(filesAfter ? { snapshot: filesAfter.snapshot } : {}),
                   cost,
                   tokens: usage
                 })
                 yield* store.addUsage(sessionID, { cost, tokens: usage })
+              } else if (filesAfter) {
+                yield* writePart(message, { id: Identifier.ascending("part") as PartID, sessionID, messageID: info.id, type: "snapshot", snapshot: filesAfter.snapshot })
               }
+              yield* writePatch(filesAfter)
               // A stream that ended without a finish reason is over unless it asked for tools.
               const finish = (message.info as AssistantMessage).finish ?? (toolParts.size > 0 ? "tool-calls" : "other")
               yield* finishMessage(message, { finish })
@@ -1306,6 +1352,9 @@ function make() {
         )
         // Old tool outputs are cleared once the run is over, never in the middle of it.
         yield* compaction.prune(sessionID, history).pipe(Effect.catchAllCause((cause) => Effect.logError("prune failed", cause)))
+        if (filesChanged) {
+          yield* sessionChanges.summarize(sessionID).pipe(Effect.catchAllCause((cause) => Effect.logError("session diff failed", cause)))
+        }
         const last = lastAssistant
         return {
           ...outcome,
@@ -1353,6 +1402,8 @@ function make() {
       )
 
     const prompt = Effect.fn("SessionLoop.prompt")(function*(input: PromptInput) {
+      // A new prompt ends a revert: the hidden messages are removed for good.
+      if (!runners.has(input.sessionID)) yield* sessionChanges.cleanup(input.sessionID)
       const message = yield* createUserMessage(input)
       if (input.noReply) return { reason: "completed" as const, usage: { cost: 0, tokens: 0, steps: 0 } }
       const running = runners.get(input.sessionID)
@@ -1366,6 +1417,7 @@ function make() {
 
     const resume = Effect.fn("SessionLoop.resume")(function*(sessionID: SessionID) {
       yield* store.get(sessionID)
+      if (!runners.has(sessionID)) yield* sessionChanges.cleanup(sessionID)
       const running = runners.get(sessionID)
       return yield* awaitRun(running ?? (yield* ensureRunning(sessionID, { autoApprove: false })))
     })
@@ -1392,6 +1444,7 @@ function make() {
 
     const compact = Effect.fn("SessionLoop.compact")(function*(sessionID: SessionID) {
       yield* store.get(sessionID)
+      if (!runners.has(sessionID)) yield* sessionChanges.cleanup(sessionID)
       const running = runners.get(sessionID)
       if (running) yield* Fiber.await(running.fiber)
       return yield* awaitRun(yield* ensureRunning(sessionID, { autoApprove: false, compactOnly: true }))

@@ -66,7 +66,16 @@ export interface Tool<Params = unknown> {
   /** A description tailored to the agent (e.g. the task tool lists the subagents it may use). */
   readonly describe?: (agent: Agent) => Effect.Effect<string>
   readonly execute: (params: Params, context: ToolContext) => Effect.Effect<ToolResult, ToolFailure>
+  /**
+   * What the tool does to the project's files, so a step's snapshot can skip the full scan:
+   * `none` never changes them; `listed` changes only the files it names (`filePath` in its input,
+   * `filepath` and `files[].filepath`/`movedFrom` in its result metadata). Absent: anything
+   * (bash, MCP and custom tools), so the whole project is scanned after the step.
+   */
+  readonly fileEffects?: FileEffects
 }
+
+export type FileEffects = "none" | "listed"
 
 /** A tool of any parameter type, as registries and layers hold them. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -80,6 +89,7 @@ export const make = <Params, Encoded>(definition: {
   readonly jsonSchema?: Record<string, unknown>
   readonly describe?: (agent: Agent) => Effect.Effect<string>
   readonly execute: (params: Params, context: ToolContext) => Effect.Effect<ToolResult, ToolFailure>
+  readonly fileEffects?: FileEffects
 }): Tool<Params> => definition as Tool<Params>
 
 const jsonSchemas = new WeakMap<object, Record<string, unknown>>()

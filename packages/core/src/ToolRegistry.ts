@@ -10,6 +10,7 @@ import * as Tool from "./Tool.js"
 export const invalidTool = Tool.make({
   id: INVALID_TOOL,
   description: "Do not use.",
+  fileEffects: "none",
   parameters: Schema.Struct({ tool: Schema.String, error: Schema.String }),
   execute: (params) =>
     Effect.succeed({

@@ -171,6 +171,19 @@ export const ExperimentalIgnoredKeys: ReadonlySet<string> = new Set([
   "policies"
 ])
 
+/**
+ * Limits of the snapshot store behind undo and session diffs (this runtime's addition; OpenCode
+ * only has the `snapshot` switch).
+ */
+export const SnapshotStoreConfig = Schema.Struct({
+  /** A project with more (not ignored) files than this gets no snapshots (default 25000). */
+  max_files: Schema.optional(PositiveInt),
+  /** Files larger than this many bytes are left out of snapshots (default 2 MiB). */
+  max_file_size: Schema.optional(PositiveInt),
+  /** Snapshots of sessions not updated for this many days are garbage-collected (default 7). */
+  retention_days: Schema.optional(PositiveInt)
+})
+
 export const ServerConfig = Schema.Struct({
   port: Schema.optional(NonNegativeInt),
   hostname: Schema.optional(Schema.String),
@@ -212,7 +225,10 @@ export const Config = Schema.Struct({
   limits: Schema.optional(RunLimits),
   /** Retries of rate-limited or overloaded provider calls (default 10 attempts). */
   retry: Schema.optional(Schema.Struct({ attempts: Schema.optional(NonNegativeInt) })),
-  share: Schema.optional(Schema.Literal("manual", "auto", "disabled"))
+  share: Schema.optional(Schema.Literal("manual", "auto", "disabled")),
+  /** Record the project's files at every step, for undo and session diffs (default true). */
+  snapshot: Schema.optional(Schema.Boolean),
+  snapshot_store: Schema.optional(SnapshotStoreConfig)
 })
 export type Config = typeof Config.Type
 
@@ -222,7 +238,6 @@ export const ConfigIgnoredKeys: ReadonlySet<string> = new Set([
   "reference",
   "references",
   "shell",
-  "snapshot",
   "watcher",
   "plugin",
   "formatter",

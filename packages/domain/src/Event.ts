@@ -94,6 +94,8 @@ export const McpServerStatus = Schema.Struct({
 export type McpServerStatus = typeof McpServerStatus.Type
 export const McpStatusChanged = event("mcp.status", { server: Schema.String, status: McpServerStatus })
 export const FileEdited = event("file.edited", { file: Schema.String })
+/** Snapshots (undo, session diffs) were turned off for a project, and why (this runtime's addition). */
+export const SnapshotDisabled = event("snapshot.disabled", { directory: Schema.String, reason: Schema.String })
 export const CommandExecuted = event("command.executed", {
   name: Schema.String,
   sessionID: SessionID,
@@ -125,6 +127,7 @@ export const BusEvent = Schema.Union(
   McpToolsChanged,
   McpStatusChanged,
   FileEdited,
+  SnapshotDisabled,
   CommandExecuted
 )
 export type BusEvent = typeof BusEvent.Type

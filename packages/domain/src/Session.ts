@@ -13,12 +13,19 @@ export type TokenUsage = typeof TokenUsage.Type
 
 export const emptyTokenUsage: TokenUsage = { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }
 
+/**
+ * One file's net change (OpenCode's shape): `file` is relative to the project root, `before` and
+ * `after` are the whole texts (empty for a missing or binary file).
+ */
 export const FileDiff = Schema.Struct({
   file: Schema.String,
   before: Schema.String,
   after: Schema.String,
   additions: Schema.Number,
-  deletions: Schema.Number
+  deletions: Schema.Number,
+  status: Schema.optional(Schema.Literal("added", "deleted", "modified")),
+  /** The file is not text: `before`/`after` are empty and the line counts are 0. */
+  binary: Schema.optional(Schema.Boolean)
 })
 export type FileDiff = typeof FileDiff.Type
 
@@ -29,12 +36,24 @@ export const SessionSummary = Schema.Struct({
   diffs: Schema.optional(Schema.Array(FileDiff))
 })
 
+/**
+ * A revert in effect: messages from `messageID` (from `partID` inside it) on are hidden until the
+ * next prompt removes them. `snapshot` holds the files as they were before the revert (what unrevert
+ * puts back), `applied` as they were right after it; `diff` is the unified diff the revert made.
+ */
 export const SessionRevert = Schema.Struct({
   messageID: MessageID,
   partID: Schema.optional(PartID),
   snapshot: Schema.optional(Schema.String),
-  diff: Schema.optional(Schema.String)
+  diff: Schema.optional(Schema.String),
+  /** Snapshot of the project right after the revert (this runtime's addition). */
+  applied: Schema.optional(Schema.String),
+  /** Files the revert restored, absolute paths (this runtime's addition). */
+  files: Schema.optional(Schema.Array(Schema.String)),
+  /** Files the revert left alone because they changed after the session last touched them. */
+  conflicts: Schema.optional(Schema.Array(Schema.String))
 })
+export type SessionRevert = typeof SessionRevert.Type
 
 export const SessionModel = Schema.Struct({
   id: Schema.String,
@@ -103,5 +122,16 @@ export class SessionImportError extends Schema.TaggedError<SessionImportError>()
 }) {
   override get message() {
     return `Cannot import session: ${this.detail}`
+  }
+}
+
+/** A revert or unrevert that cannot be done; `reason` says which case (for HTTP status mapping). */
+export class RevertError extends Schema.TaggedError<RevertError>()("RevertError", {
+  sessionID: Schema.String,
+  reason: Schema.Literal("busy", "point_not_found", "not_reverted", "snapshots_off", "snapshot_missing"),
+  detail: Schema.String
+}) {
+  override get message() {
+    return this.detail
   }
 }

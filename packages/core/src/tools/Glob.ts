@@ -35,6 +35,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
   const search = FileSearch.make(instance)
   return Tool.make({
     id: TOOL,
+    fileEffects: "none",
     description: Prompts.read("tool/glob.txt"),
     parameters: Parameters,
     execute: (params, context) =>

@@ -41,6 +41,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
   const search = FileSearch.make(instance)
   return Tool.make({
     id: TOOL,
+    fileEffects: "none",
     description: Prompts.read("tool/grep.txt"),
     parameters: Parameters,
     execute: (params, context) =>

@@ -176,6 +176,7 @@ const TemplateParameters = Schema.Struct({
 export const resourceTools = (mcp: Mcp["Type"]): ReadonlyArray<Tool.AnyTool> => [
   Tool.make({
     id: "list_mcp_resources",
+    fileEffects: "none",
     description: Prompts.read("tool/list_mcp_resources.txt"),
     parameters: ListParameters,
     execute: (params, context) =>
@@ -224,6 +225,7 @@ export const resourceTools = (mcp: Mcp["Type"]): ReadonlyArray<Tool.AnyTool> => 
   }),
   Tool.make({
     id: "read_mcp_resource",
+    fileEffects: "none",
     description: Prompts.read("tool/read_mcp_resource.txt"),
     parameters: ReadParameters,
     execute: (params, context) =>

@@ -58,6 +58,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, QuestionService> = Effect.
   const questions = yield* QuestionService
   return Tool.make({
     id: TOOL,
+    fileEffects: "none",
     description: Prompts.read("tool/question.txt"),
     parameters: Parameters,
     execute: (params, context) =>

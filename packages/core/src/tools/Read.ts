@@ -250,6 +250,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
   const instructions = yield* InstructionLoader
   return Tool.make({
     id: TOOL,
+    fileEffects: "none",
     description: Prompts.read("tool/read.txt"),
     parameters: Parameters,
     execute: (params, context) =>

@@ -60,6 +60,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, SkillRegistry> = Effect.ge
 
   return Tool.make({
     id: "skill",
+    fileEffects: "none",
     description: base,
     parameters: Parameters,
     describe: (agent) =>

@@ -30,6 +30,7 @@ export const makeWrite: Effect.Effect<Tool.AnyTool, never, SessionStore> = Effec
   const store = yield* SessionStore
   return Tool.make({
     id: "todowrite",
+    fileEffects: "none",
     description: Prompts.read("tool/todowrite.txt"),
     parameters: WriteParameters,
     execute: (params, context) =>
@@ -47,6 +48,7 @@ export const makeRead: Effect.Effect<Tool.AnyTool, never, SessionStore> = Effect
   const store = yield* SessionStore
   return Tool.make({
     id: "todoread",
+    fileEffects: "none",
     description: Prompts.read("tool/todoread.txt"),
     parameters: ReadParameters,
     execute: (_params, context) =>

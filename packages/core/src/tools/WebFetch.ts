@@ -157,6 +157,7 @@ const hasNul = (bytes: Uint8Array) => bytes.subarray(0, 8192).includes(0)
 export const make: Effect.Effect<Tool.AnyTool> = Effect.sync(() =>
   Tool.make({
     id: TOOL,
+    fileEffects: "none",
     description: Prompts.read("tool/webfetch.txt"),
     parameters: Parameters,
     execute: (params, context) =>

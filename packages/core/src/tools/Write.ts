@@ -73,6 +73,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
   const instance = yield* Instance
   return Tool.make({
     id: TOOL,
+    fileEffects: "listed",
     description: Prompts.read("tool/write.txt"),
     parameters: Parameters,
     execute: (params, context) =>

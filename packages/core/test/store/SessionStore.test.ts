@@ -355,7 +355,7 @@ describe("database file", () => {
         const sql = yield* SqlClient.SqlClient
         expect((yield* (yield* SessionStore).get(id)).title).toBe("kept")
         const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations`
-        expect(migrations.map((row) => row.migration_id)).toEqual([1])
+        expect(migrations.map((row) => row.migration_id)).toEqual([1, 2])
         const pragma = (name: string) => sql.unsafe<Record<string, unknown>>(`PRAGMA ${name}`).pipe(Effect.map((rows) => Object.values(rows[0]!)[0]))
         expect(yield* pragma("journal_mode")).toBe("wal")
         expect(yield* pragma("auto_vacuum")).toBe(2)

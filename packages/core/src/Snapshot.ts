@@ -1,0 +1,1018 @@
+import type { Part, ToolPart } from "@agent/domain"
+import { SqlClient } from "@effect/sql"
+import { Context, Data, Duration, Effect, Fiber, Layer, Option, Stream } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Bus } from "./Bus.js"
+import { ConfigService } from "./ConfigService.js"
+import { filename as databaseFile, withBusyRetry } from "./Database.js"
+import { Instance } from "./Instance.js"
+import { INVALID_TOOL } from "./LLMService.js"
+import * as Git from "./snapshot/Git.js"
+import * as Tree from "./snapshot/Tree.js"
+import type * as Tool from "./Tool.js"
+
+/**
+ * The project's files at each step, for undo and session diffs.
+ *
+ * Snapshots are git trees in a store of our own (`<data>/snapshot/<project>/`, a separate GIT_DIR
+ * with the project as work tree, as in OpenCode); the user's repository is never opened. Costs are
+ * kept to what changed:
+ * - a step whose tools cannot change files costs nothing, one whose tools name the files they
+ *   change (edit, write, apply_patch) hashes those files, and only other steps (bash, MCP,
+ *   custom tools, subagents) scan the project, with `git ls-files` over a stat cache;
+ * - trees are built in memory and shared between snapshots, objects are stored once by content;
+ * - `.gitignore` is honoured, files over `snapshot_store.max_file_size` are left out, and a home
+ *   directory or a tree over `snapshot_store.max_files` is refused (the run goes on without
+ *   snapshots, and a `snapshot.disabled` event says why);
+ * - snapshots of deleted sessions, and of sessions idle for `retention_days`, are collected.
+ */
+
+const DEFAULT_MAX_FILES = 25_000
+const DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
+const DEFAULT_RETENTION_DAYS = 7
+/** Objects younger than this survive a collection: another process may be about to refer to them. */
+const DEFAULT_GC_GRACE = Duration.minutes(15)
+/** More changed files than this are hashed by git in one batch rather than one by one here. */
+const BULK_THRESHOLD = 256
+const ROOT_CACHE = 64
+/** The stat cache is updated at most this often, or at once when this many paths wait. */
+const FLUSH_DELAY = Duration.seconds(1)
+const FLUSH_BATCH = 500
+const FLUSH_BYTES = 32 * 1024 * 1024
+/** Git's timestamps here have one-second resolution: wait past it before refreshing the stat cache. */
+const RACY_SETTLE = Duration.millis(1500)
+const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
+/** Wait this long after a session is deleted before collecting, so deletions batch up. */
+const GC_AFTER_DELETE = Duration.seconds(30)
+
+/** Never tracked, in any project (the user's `.gitignore` adds to this). */
+const DEFAULT_EXCLUDES = ["node_modules/", ".venv/", "__pycache__/"]
+/** Content is stored byte for byte: no line-ending conversion, filters or encodings. */
+const ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
+
+export interface SnapshotStatus {
+  readonly enabled: boolean
+  /** Why snapshots are off. */
+  readonly reason?: string
+  /** The directory snapshots cover (the project's root). */
+  readonly directory: string
+  /** Where the store lives. */
+  readonly store: string
+}
+
+/** What a step's tools may have done to the project's files. */
+export type StepTouch =
+  | { readonly kind: "none" }
+  | { readonly kind: "paths"; readonly paths: ReadonlyArray<string> }
+  | { readonly kind: "unknown" }
+
+export interface StepStart {
+  readonly id: string
+  readonly root: Tree.Dir
+}
+
+export interface StepResult {
+  /** The snapshot after the step (for the step-finish part). */
+  readonly snapshot: string
+  /** The patch part: the snapshot before the step and the files (absolute) that the step changed. */
+  readonly patch?: { readonly hash: string; readonly files: ReadonlyArray<string> }
+}
+
+/** Snapshots of one run's steps: the first step scans, later ones start where the last ended. */
+export interface StepRecorder {
+  readonly begin: () => Effect.Effect<StepStart | undefined>
+  readonly finish: (start: StepStart | undefined, touch: StepTouch) => Effect.Effect<StepResult | undefined>
+  /** The attempt failed and is retried: the next finish scans, so its changes are not lost. */
+  readonly failed: (start: StepStart | undefined) => void
+}
+
+export interface RestoreFile {
+  /** Relative to the project root, `/`-separated. */
+  readonly file: string
+  /** What to put back; undefined removes the file. */
+  readonly target: Tree.FileEntry | undefined
+  /** What the file must be now; anything else is a conflict and the file is left alone. */
+  readonly expected: Tree.FileEntry | undefined
+}
+
+export interface RestoreResult {
+  /** Snapshot taken just before (holding the files as they were). */
+  readonly before: string
+  /** Snapshot right after. */
+  readonly after: string
+  readonly restored: ReadonlyArray<string>
+  readonly conflicts: ReadonlyArray<string>
+}
+
+export interface GcOptions {
+  /** Objects younger than this are kept (default 15 minutes). */
+  readonly grace?: Duration.DurationInput
+}
+
+export interface GcReport {
+  /** Snapshots still referenced by sessions (and the files now). */
+  readonly kept: number
+  readonly bytesBefore: number
+  readonly bytesAfter: number
+}
+
+/** A snapshot the store does not hold (collected, or made on another machine). */
+export class SnapshotMissing extends Data.TaggedError("SnapshotMissing")<{ readonly id: string }> {
+  override get message() {
+    return `snapshot ${this.id} is not in the store (it was garbage-collected or made elsewhere)`
+  }
+}
+
+/** The store cannot be read (git is missing, or the store is damaged). */
+export class SnapshotUnavailable extends Data.TaggedError("SnapshotUnavailable")<{ readonly detail: string }> {
+  override get message() {
+    return `the snapshot store cannot be read: ${this.detail}`
+  }
+}
+
+export type SnapshotError = SnapshotMissing | SnapshotUnavailable
+
+export interface SnapshotShape {
+  readonly status: () => Effect.Effect<SnapshotStatus>
+  /** Records the project's files now (a full scan); undefined when snapshots are off. */
+  readonly track: () => Effect.Effect<string | undefined>
+  /** A recorder for one run of the session loop. */
+  readonly steps: () => StepRecorder
+  /** Files that differ between two snapshots. */
+  readonly changes: (from: string, to: string) => Effect.Effect<ReadonlyArray<Tree.Change>, SnapshotError>
+  /** The entries of `files` (relative paths) in a snapshot; undefined where the file is absent. */
+  readonly entries: (
+    snapshot: string,
+    files: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyMap<string, Tree.FileEntry | undefined>, SnapshotError>
+  /** Contents of stored objects by id. */
+  readonly read: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, Buffer>, SnapshotError>
+  /** Puts files back where they are as expected; the others are reported as conflicts. */
+  readonly restore: (files: ReadonlyArray<RestoreFile>) => Effect.Effect<RestoreResult, SnapshotError>
+  /** Drops snapshot data no live session refers to. */
+  readonly gc: (options?: GcOptions) => Effect.Effect<GcReport>
+  /** The project root snapshots are relative to. */
+  readonly root: string
+}
+
+// --- helpers ---------------------------------------------------------------------------------
+
+const isGitPath = (file: string) => file.split("/").some((segment) => segment.toLowerCase() === ".git")
+
+const dirSize = (dir: string): number => {
+  let total = 0
+  const walk = (current: string) => {
+    let entries: Array<fs.Dirent>
+    try {
+      entries = fs.readdirSync(current, { withFileTypes: true })
+    } catch {
+      return
+    }
+    for (const entry of entries) {
+      const full = path.join(current, entry.name)
+      if (entry.isDirectory()) walk(full)
+      else {
+        try {
+          total += fs.statSync(full).size
+        } catch {
+          // removed meanwhile
+        }
+      }
+    }
+  }
+  walk(dir)
+  return total
+}
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** The user's `info/exclude`, found through a `.git` dir or a worktree's `.git` file. */
+const userExcludes = (worktree: string): string => {
+  try {
+    const dotGit = path.join(worktree, ".git")
+    let gitDir = dotGit
+    if (fs.statSync(dotGit).isFile()) {
+      const pointer = /^gitdir:\s*(.+)$/m.exec(fs.readFileSync(dotGit, "utf8"))?.[1]?.trim()
+      if (!pointer) return ""
+      gitDir = path.resolve(worktree, pointer)
+      const common = path.join(gitDir, "commondir")
+      if (fs.existsSync(common)) gitDir = path.resolve(gitDir, fs.readFileSync(common, "utf8").trim())
+    }
+    return fs.readFileSync(path.join(gitDir, "info", "exclude"), "utf8")
+  } catch {
+    return ""
+  }
+}
+
+/** Files a step's tool calls name, when every call says which files it changes. */
+export const stepTouch = (
+  parts: Iterable<Part>,
+  toolOf: (id: string) => Pick<Tool.Tool, "fileEffects"> | undefined,
+  directory: string
+): StepTouch => {
+  const paths: Array<string> = []
+  for (const part of parts) {
+    if (part.type !== "tool" || part.state.status === "pending") continue
+    const effects = part.tool === INVALID_TOOL ? "none" : toolOf(part.tool)?.fileEffects
+    if (effects === "none") continue
+    if (effects !== "listed") return { kind: "unknown" }
+    const named = namedFiles(part, directory)
+    if (named.length === 0) return { kind: "unknown" }
+    paths.push(...named)
+  }
+  return paths.length === 0 ? { kind: "none" } : { kind: "paths", paths }
+}
+
+const namedFiles = (part: ToolPart, directory: string): Array<string> => {
+  const out: Array<string> = []
+  const add = (value: unknown) => {
+    if (typeof value === "string" && value.length > 0) out.push(path.resolve(directory, value))
+  }
+  add(part.state.input.filePath)
+  const metadata = part.state.status === "pending" ? undefined : part.state.metadata
+  if (metadata) {
+    add(metadata.filepath)
+    if (Array.isArray(metadata.files)) {
+      for (const file of metadata.files as Array<unknown>) {
+        if (typeof file === "object" && file !== null) {
+          add((file as Record<string, unknown>).filepath)
+          add((file as Record<string, unknown>).movedFrom)
+        }
+      }
+    }
+  }
+  return out
+}
+
+type Hashed =
+  | { readonly kind: "file"; readonly entry: Tree.FileEntry }
+  | { readonly kind: "gone" }
+  | { readonly kind: "skip" }
+
+// --- the service ---------------------------------------------------------------------------
+
+export class Snapshot extends Context.Tag("@agent/core/Snapshot")<Snapshot, SnapshotShape>() {
+  static readonly layer: Layer.Layer<Snapshot, never, Instance | ConfigService | SqlClient.SqlClient | Bus> = Layer
+    .scoped(Snapshot, make())
+}
+
+function make() {
+  return Effect.gen(function*() {
+    const instance = yield* Instance
+    const config = yield* (yield* ConfigService).get()
+    const sql = yield* SqlClient.SqlClient
+    const bus = yield* Bus
+    const scope = yield* Effect.scope
+    const dbWrite = withBusyRetry(instance.env.AGENT_DB === ":memory:" ? ":memory:" : databaseFile(instance))
+
+    const root = instance.worktree
+    const gitDir = path.join(instance.paths.data, "snapshot", instance.projectID)
+    const objectsDir = path.join(gitDir, "objects")
+    const ownIndex = path.join(gitDir, `index-${process.pid}`)
+    const context: Git.GitContext = {
+      gitDir,
+      workTree: root,
+      indexFile: ownIndex,
+      home: instance.env.HOME ?? instance.home,
+      xdgConfigHome: instance.env.XDG_CONFIG_HOME
+    }
+    const maxFiles = config.snapshot_store?.max_files ?? DEFAULT_MAX_FILES
+    const maxFileSize = config.snapshot_store?.max_file_size ?? DEFAULT_MAX_FILE_SIZE
+    const retentionMs = (config.snapshot_store?.retention_days ?? DEFAULT_RETENTION_DAYS) * 24 * 60 * 60 * 1000
+
+    const writer = new Tree.ObjectWriter(objectsDir)
+    const git = yield* Git.shellRunner(context, gitDir)
+    /** Serializes everything that reads or moves `current`. */
+    const lock = yield* Effect.makeSemaphore(1)
+    /** Serializes writes of our index (the stat cache). */
+    const indexLock = yield* Effect.makeSemaphore(1)
+
+    let disabled: string | undefined = config.snapshot === false ? "snapshots are turned off in the config (snapshot: false)" : undefined
+    let checked = false
+    let loaded = false
+    /** The files as last seen: the latest snapshot of this process. */
+    let current: Tree.Dir = Tree.EMPTY
+    /**
+     * Changed paths not yet written to our index, and those being written: git cannot list their
+     * changes (a file it never recorded cannot show as deleted), so every scan looks at them itself.
+     */
+    const pendingIndex = new Set<string>()
+    const indexing = new Set<string>()
+    /** Paths git refused to record: always scanned by us. */
+    const stuck = new Set<string>()
+    /** Paths git re-hashed for the index since the last scan: their content may differ from ours. */
+    const recheck = new Set<string>()
+    const roots = new Map<string, Tree.Dir>()
+    /** Snapshots of steps in progress: kept by garbage collection though no part names them yet. */
+    const inFlight = new Map<string, number>()
+    const hold = (id: string) => inFlight.set(id, (inFlight.get(id) ?? 0) + 1)
+    const release = (start: StepStart | undefined) => {
+      if (!start) return
+      const count = (inFlight.get(start.id) ?? 1) - 1
+      if (count <= 0) inFlight.delete(start.id)
+      else inFlight.set(start.id, count)
+    }
+
+    const remember = (dir: Tree.Dir): string => {
+      const id = dir.id(writer)
+      roots.delete(id)
+      roots.set(id, dir)
+      if (roots.size > ROOT_CACHE) roots.delete(roots.keys().next().value!)
+      return id
+    }
+
+    const refuse = (reason: string) =>
+      Effect.gen(function*() {
+        if (disabled) return
+        disabled = reason
+        yield* Effect.logWarning(`snapshots disabled for ${root}: ${reason}`)
+        yield* bus.publish({ type: "snapshot.disabled", properties: { directory: root, reason } })
+      })
+
+    /** Why this directory must not be tracked at all, if it must not. */
+    const refusal = (): string | undefined => {
+      const home = path.resolve(instance.home)
+      if (root === path.parse(root).root) return `${root} is the file system root; snapshots are off`
+      if (root === home) return `${root} is your home directory; snapshots are off (start the agent inside a project)`
+      if (home.startsWith(root + path.sep)) return `${root} contains your home directory; snapshots are off`
+      const data = path.resolve(instance.paths.data)
+      if (data === root || data.startsWith(root + path.sep)) {
+        return `the data directory ${data} is inside ${root}; snapshots are off so the store does not track itself`
+      }
+      return undefined
+    }
+
+    // --- store layout ------------------------------------------------------------------------
+
+    const writeIfChanged = (file: string, content: string) => {
+      try {
+        if (fs.readFileSync(file, "utf8") === content) return
+      } catch {
+        // absent
+      }
+      fs.writeFileSync(file, content)
+    }
+
+    /** Creates the store (plain files: no git process needed) and refreshes its ignore rules. */
+    const initStore = () => {
+      for (const dir of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info"]) {
+        fs.mkdirSync(path.join(gitDir, dir), { recursive: true })
+      }
+      if (!fs.existsSync(path.join(gitDir, "HEAD"))) fs.writeFileSync(path.join(gitDir, "HEAD"), "ref: refs/heads/main\n")
+      writeIfChanged(
+        path.join(gitDir, "config"),
+        [
+          "[core]",
+          "\trepositoryformatversion = 0",
+          "\tbare = false",
+          "\tfilemode = true",
+          "\tsymlinks = true",
+          "\tautocrlf = false",
+          "\tquotepath = false",
+          "\tuntrackedCache = false",
+          "[index]",
+          "\tversion = 4",
+          "[gc]",
+          "\tauto = 0",
+          ""
+        ].join("\n")
+      )
+      writeIfChanged(path.join(gitDir, "info", "attributes"), ATTRIBUTES)
+      const own = userExcludes(root)
+      writeIfChanged(
+        path.join(gitDir, "info", "exclude"),
+        `# written by the agent runtime: defaults, then the project's own .git/info/exclude\n${DEFAULT_EXCLUDES.join("\n")}\n${own}${own.endsWith("\n") || own === "" ? "" : "\n"}`
+      )
+      if (!fs.existsSync(path.join(gitDir, "gc-stamp"))) fs.writeFileSync(path.join(gitDir, "gc-stamp"), String(Date.now()))
+      // Seed our stat cache from the freshest index another process left (mtime kept, for git's racy check).
+      if (!fs.existsSync(ownIndex)) {
+        const seeds = fs.readdirSync(gitDir)
+          .filter((name) => name === "index" || /^index-\d+$/.test(name))
+          .map((name) => path.join(gitDir, name))
+          .flatMap((file) => {
+            try {
+              return [{ file, mtime: fs.statSync(file).mtime }]
+            } catch {
+              return []
+            }
+          })
+          .sort((a, b) => b.mtime.getTime() - a.mtime.getTime())
+        const seed = seeds[0]
+        if (seed) {
+          fs.copyFileSync(seed.file, ownIndex)
+          fs.utimesSync(ownIndex, seed.mtime, seed.mtime)
+        }
+      }
+    }
+
+    const parseStage = (output: Buffer) => {
+      const entries: Array<readonly [string, Tree.FileEntry]> = []
+      for (const line of Git.splitZ(output)) {
+        // "<mode> <id> <stage>\t<path>"
+        const tab = line.indexOf("\t")
+        const [mode, id] = line.slice(0, tab).split(" ")
+        entries.push([line.slice(tab + 1), { type: "file", mode: mode as Tree.FileMode, id: id! }])
+      }
+      return entries
+    }
+
+    /** Our index as a tree: the files as git last hashed them. */
+    const loadIndex = Effect.gen(function*() {
+      if (!fs.existsSync(ownIndex)) return Tree.EMPTY
+      return Tree.build(parseStage(yield* git(["ls-files", "-s", "-z"])))
+    })
+
+    /** Creates the store if needed and loads our stat cache as `current` (once). */
+    const load = Effect.gen(function*() {
+      if (loaded) return
+      initStore()
+      // A lock left by a killed git of an earlier process with our pid would block every update.
+      fs.rmSync(`${ownIndex}.lock`, { force: true })
+      current = yield* loadIndex
+      recheck.clear()
+      loaded = true
+    })
+
+    /** Opens the store for tracking; false when snapshots are off here. */
+    const open = Effect.gen(function*() {
+      if (disabled) return false
+      if (!checked) {
+        const refused = refusal()
+        if (refused) {
+          yield* refuse(refused)
+          return false
+        }
+        checked = true
+      }
+      yield* load
+      return true
+    }).pipe(
+      Effect.catchAll((error) => Effect.as(refuse(`the snapshot store cannot be used: ${error.message}`), false))
+    )
+
+    /** Reading and restoring work wherever the store exists, even where tracking is refused. */
+    const openForRead = load.pipe(Effect.mapError((error) => new SnapshotUnavailable({ detail: error.message })))
+
+    // --- hashing and the stat cache ----------------------------------------------------------
+
+    const relative = (absolute: string): string | undefined => {
+      const rel = path.relative(root, absolute)
+      if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) return undefined
+      const posix = rel.split(path.sep).join("/")
+      return isGitPath(posix) ? undefined : posix
+    }
+
+    /**
+     * What we hashed of files git has not yet recorded in the stat cache, by stat signature: a file
+     * whose signature is unchanged, and that was already settled when we read it, is not read again.
+     */
+    const hashed = new Map<string, { readonly signature: string; readonly entry: Tree.FileEntry; readonly at: number }>()
+    const signatureOf = (stat: fs.Stats) => `${stat.mtimeMs}:${stat.ctimeMs}:${stat.size}:${stat.ino}:${stat.mode}`
+    /** A change in the same clock tick keeps the signature; files without sub-second times get a wider margin. */
+    const settled = (stat: fs.Stats, at: number) => {
+      const margin = stat.mtimeMs % 1000 === 0 && stat.ctimeMs % 1000 === 0 ? 2000 : 50
+      return Math.max(stat.mtimeMs, stat.ctimeMs) < at - margin
+    }
+
+    const hashPath = (file: string): Hashed => {
+      const absolute = path.join(root, file)
+      let stat: fs.Stats
+      try {
+        stat = fs.lstatSync(absolute)
+      } catch {
+        return { kind: "gone" }
+      }
+      try {
+        if (stat.isSymbolicLink() || stat.isFile()) {
+          if (stat.isFile() && stat.size > maxFileSize) return { kind: "skip" }
+          const signature = signatureOf(stat)
+          const known = hashed.get(file)
+          if (known && known.signature === signature && settled(stat, known.at)) return { kind: "file", entry: known.entry }
+          const at = Date.now()
+          const entry: Tree.FileEntry = stat.isSymbolicLink()
+            ? { type: "file", mode: "120000", id: writer.write("blob", fs.readlinkSync(absolute, { encoding: "buffer" })) }
+            : {
+              type: "file",
+              mode: (stat.mode & 0o100) !== 0 ? "100755" : "100644",
+              id: writer.write("blob", fs.readFileSync(absolute))
+            }
+          hashed.set(file, { signature, entry, at })
+          return { kind: "file", entry }
+        }
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code
+        if (code === "ENOENT") return { kind: "gone" }
+        return { kind: "skip" } // unreadable: leave it out
+      }
+      // A directory (a nested repository), socket or fifo: not a file of ours.
+      return Tree.lookup(current, file) ? { kind: "gone" } : { kind: "skip" }
+    }
+
+    /** What changed at these paths relative to `current` (hashing them). */
+    const refresh = (files: Iterable<string>): Map<string, Tree.FileEntry | undefined> => {
+      const delta = new Map<string, Tree.FileEntry | undefined>()
+      for (const file of files) {
+        if (delta.has(file) || isGitPath(file)) continue
+        const hashed = hashPath(file)
+        if (hashed.kind === "skip") continue
+        const now = hashed.kind === "file" ? hashed.entry : undefined
+        if (!Tree.sameFile(Tree.lookup(current, file), now)) delta.set(file, now)
+      }
+      return delta
+    }
+
+    /** Puts queued objects on disk (before git reads the store, and in the background). */
+    const flushObjects = Effect.tryPromise({
+      try: () => writer.flush(),
+      catch: (error) => new SnapshotUnavailable({ detail: `cannot write to the store: ${error instanceof Error ? error.message : String(error)}` })
+    })
+
+    /** `--replace`: a file may take the place of a directory (or the other way round). */
+    const updateIndex = (files: ReadonlyArray<string>) =>
+      git(["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], { input: files.join("\0") + "\0" })
+
+    /** Writes the changed paths into our index (the stat cache), one batch at a time. */
+    const flushIndex = indexLock.withPermits(1)(
+      Effect.suspend(() => {
+        const batch = [...pendingIndex]
+        pendingIndex.clear()
+        if (batch.length === 0) return Effect.void
+        for (const file of batch) indexing.add(file)
+        // Uninterruptible: a git killed mid-write would leave a lock that blocks every later update.
+        return updateIndex(batch).pipe(
+          Effect.uninterruptible,
+          Effect.tap(() =>
+            Effect.sync(() => {
+              for (const file of batch) {
+                recheck.add(file)
+                hashed.delete(file)
+                stuck.delete(file)
+              }
+            })
+          ),
+          Effect.ensuring(Effect.sync(() => batch.forEach((file) => indexing.delete(file)))),
+          // Correct either way: paths git did not take stay scan candidates of our own.
+          Effect.catchAll((error) =>
+            Effect.zipRight(
+              Effect.sync(() => batch.forEach((file) => stuck.add(file))),
+              Effect.logWarning(`snapshot stat cache not updated: ${error.message}`)
+            )
+          ),
+          Effect.asVoid
+        )
+      })
+    )
+
+    /**
+     * The stat cache is brought up to date in the background, at most every second (or at once past
+     * FLUSH_BATCH paths): until then a scan lists those files again and `hashed` answers for them.
+     */
+    let flushing = false
+    const waiting = () => pendingIndex.size > 0 || writer.pending.count > 0
+    const scheduleFlush = Effect.suspend(() => {
+      if (flushing || !waiting()) return Effect.void
+      flushing = true
+      const loop: Effect.Effect<void, SnapshotUnavailable> = Effect.suspend(() =>
+        waiting() ? Effect.zipRight(Effect.zipRight(flushObjects, flushIndex), loop) : Effect.void
+      )
+      const urgent = pendingIndex.size >= FLUSH_BATCH || writer.pending.bytes >= FLUSH_BYTES
+      const wait = urgent ? Effect.void : Effect.sleep(FLUSH_DELAY)
+      return Effect.zipRight(wait, loop).pipe(
+        Effect.ensuring(Effect.sync(() => (flushing = false))),
+        Effect.catchAllCause((cause) => Effect.logError("snapshot stat cache update failed", cause)),
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
+
+    const commit = (delta: ReadonlyMap<string, Tree.FileEntry | undefined>) =>
+      Effect.gen(function*() {
+        if (delta.size === 0) return
+        current = Tree.apply(current, delta)
+        for (const file of delta.keys()) pendingIndex.add(file)
+        yield* scheduleFlush
+      })
+
+    /** Lists changed and new files (relative to our index); "over" when there are too many to track. */
+    const listChanged = Effect.gen(function*() {
+      let count = 0
+      let over = false
+      const output = yield* git(["ls-files", "-z", "-m", "-o", "--exclude-standard"], {
+        onStdout: (chunk) => {
+          for (let index = chunk.indexOf(0); index >= 0; index = chunk.indexOf(0, index + 1)) count++
+          if (count > maxFiles) over = true
+          return !over
+        }
+      })
+      if (over) return "over" as const
+      return Git.splitZ(output).filter((file) => !file.endsWith("/"))
+    })
+
+    const tooMany = (count: number) =>
+      `the project has more than ${maxFiles} files that are not ignored (${count} or more; limit snapshot_store.max_files). ` +
+      `Undo and session diffs are off for it: ignore large directories in .gitignore or raise the limit.`
+
+    /**
+     * Files changed in the same second as the index was written are "racily clean" to git: every
+     * later `ls-files` and index write re-reads them. After a bulk update (a project just cloned or
+     * generated, a big install) the whole index can be racy, so it is refreshed once things settle.
+     */
+    let refreshing = false
+    const refreshLater = Effect.suspend(() => {
+      if (refreshing) return Effect.void
+      refreshing = true
+      return Effect.sleep(RACY_SETTLE).pipe(
+        Effect.zipRight(indexLock.withPermits(1)(git(["update-index", "-q", "--refresh"]).pipe(Effect.uninterruptible, Effect.ignore))),
+        Effect.ensuring(Effect.sync(() => (refreshing = false))),
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
+
+    /** Hashes many files with git in one go, then reads the whole index back. */
+    const bulkRefresh = (files: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        yield* flushIndex
+        const batch = files.filter((file) => {
+          if (isGitPath(file)) return false
+          try {
+            const stat = fs.lstatSync(path.join(root, file))
+            if (stat.isSymbolicLink()) return true
+            if (stat.isFile()) return stat.size <= maxFileSize
+            return Tree.lookup(current, file) !== undefined // was a file: --remove drops it
+          } catch {
+            return Tree.lookup(current, file) !== undefined
+          }
+        })
+        if (batch.length > 0) {
+          yield* indexLock.withPermits(1)(updateIndex(batch).pipe(Effect.uninterruptible))
+          yield* refreshLater
+        }
+        const next = yield* loadIndex
+        recheck.clear()
+        const delta = new Map<string, Tree.FileEntry | undefined>()
+        for (const change of Tree.diff(current, next, writer)) delta.set(change.file, change.after)
+        current = next
+        return delta
+      })
+
+    /** Brings `current` up to date with the whole project. False when tracking had to stop. */
+    const scan = Effect.gen(function*() {
+      const listed = yield* listChanged
+      if (listed === "over") {
+        yield* refuse(tooMany(maxFiles + 1))
+        return false
+      }
+      const candidates = new Set([...listed, ...recheck, ...pendingIndex, ...indexing, ...stuck])
+      recheck.clear()
+      if (candidates.size > BULK_THRESHOLD) {
+        yield* bulkRefresh([...candidates])
+      } else {
+        yield* commit(refresh(candidates))
+      }
+      if (current.count > maxFiles) {
+        yield* refuse(tooMany(current.count))
+        return false
+      }
+      return true
+    })
+
+    const guarded = <A>(label: string, effect: Effect.Effect<A | undefined, Git.GitFailure | SnapshotUnavailable>) =>
+      effect.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logWarning(`snapshot ${label} failed; this step has no snapshot`, cause), undefined)
+        )
+      )
+
+    const track = Effect.fn("Snapshot.track")(function*() {
+      return yield* guarded(
+        "track",
+        lock.withPermits(1)(Effect.gen(function*() {
+          if (!(yield* open)) return undefined
+          if (!(yield* scan)) return undefined
+          const id = remember(current)
+          yield* flushObjects
+          return id
+        }))
+      )
+    })
+
+    const steps = (): StepRecorder => {
+      let scanned = false
+      let forceScan = false
+      return {
+        begin: () =>
+          guarded(
+            "step start",
+            lock.withPermits(1)(Effect.gen(function*() {
+              if (disabled || !(yield* open)) return undefined
+              // The first step of a run scans (the user may have edited files since the last run).
+              if (!scanned) {
+                if (!(yield* scan)) return undefined
+                scanned = true
+              }
+              const start = current
+              const id = remember(start)
+              yield* scheduleFlush
+              hold(id)
+              return { id, root: start }
+            }))
+          ),
+        finish: (start, touch) =>
+          Effect.ensuring(guarded(
+            "step finish",
+            lock.withPermits(1)(Effect.gen(function*() {
+              if (!start || disabled) return undefined
+              const effective: StepTouch = forceScan ? { kind: "unknown" } : touch
+              forceScan = false
+              let end: Tree.Dir
+              if (effective.kind === "none") {
+                end = start.root
+              } else if (effective.kind === "paths") {
+                const files = effective.paths.flatMap((file) => {
+                  const rel = relative(file)
+                  return rel ? [rel] : []
+                })
+                const delta = refresh(files)
+                const unchangedSince = current === start.root
+                yield* commit(delta)
+                // Only this step's own files: changes other sessions made meanwhile stay theirs.
+                end = unchangedSince ? current : Tree.apply(start.root, delta)
+              } else {
+                if (!(yield* scan)) return undefined
+                end = current
+              }
+              const snapshot = remember(end)
+              yield* scheduleFlush
+              const changed = Tree.diff(start.root, end, writer)
+              if (changed.length === 0) return { snapshot }
+              return { snapshot, patch: { hash: start.id, files: changed.map((change) => path.join(root, change.file)) } }
+            }))
+          ), Effect.sync(() => release(start))),
+        failed: (start) => {
+          forceScan = true
+          release(start)
+        }
+      }
+    }
+
+    // --- reading back ------------------------------------------------------------------------
+
+    const treeOf = (id: string) =>
+      Effect.gen(function*() {
+        const cached = roots.get(id)
+        if (cached) return cached
+        yield* openForRead
+        yield* flushObjects
+        const output = yield* git(["ls-tree", "-r", "-z", "--full-tree", id]).pipe(
+          Effect.mapError(() => new SnapshotMissing({ id }))
+        )
+        const entries: Array<readonly [string, Tree.FileEntry]> = []
+        for (const line of Git.splitZ(output)) {
+          // "<mode> <type> <id>\t<path>"
+          const tab = line.indexOf("\t")
+          const [mode, , object] = line.slice(0, tab).split(" ")
+          entries.push([line.slice(tab + 1), { type: "file", mode: mode as Tree.FileMode, id: object! }])
+        }
+        const dir = Tree.build(entries).withId(id)
+        roots.set(id, dir)
+        if (roots.size > ROOT_CACHE) roots.delete(roots.keys().next().value!)
+        return dir
+      })
+
+    const changes = Effect.fn("Snapshot.changes")(function*(from: string, to: string) {
+      const [a, b] = [yield* treeOf(from), yield* treeOf(to)]
+      return Tree.diff(a, b, writer)
+    })
+
+    const entries = Effect.fn("Snapshot.entries")(function*(snapshot: string, files: ReadonlyArray<string>) {
+      const tree = yield* treeOf(snapshot)
+      return new Map(files.map((file) => [file, Tree.lookup(tree, file)] as const))
+    })
+
+    const read = Effect.fn("Snapshot.read")(function*(ids: ReadonlyArray<string>) {
+      yield* openForRead
+      yield* flushObjects
+      const objects = yield* Git.readObjects(git, ids).pipe(Effect.orElseSucceed(() => new Map<string, Buffer>()))
+      for (const id of ids) if (!objects.has(id)) return yield* new SnapshotMissing({ id })
+      return objects
+    })
+
+    // --- restoring ---------------------------------------------------------------------------
+
+    /** Removes directories left empty by a removal, up to the project root. */
+    const pruneEmptyDirs = (file: string) => {
+      let dir = path.dirname(path.join(root, file))
+      while (dir !== root && dir.startsWith(root + path.sep)) {
+        try {
+          fs.rmdirSync(dir)
+        } catch {
+          return
+        }
+        dir = path.dirname(dir)
+      }
+    }
+
+    const writeFile = (file: string, entry: Tree.FileEntry, content: Buffer) => {
+      const absolute = path.join(root, file)
+      fs.mkdirSync(path.dirname(absolute), { recursive: true })
+      if (entry.mode === "120000") {
+        fs.rmSync(absolute, { force: true })
+        fs.symlinkSync(content.toString("utf8"), absolute)
+        return
+      }
+      const temp = path.join(path.dirname(absolute), `.${path.basename(absolute)}.agent-restore-${process.pid}`)
+      fs.writeFileSync(temp, content, { mode: entry.mode === "100755" ? 0o755 : 0o644 })
+      fs.chmodSync(temp, entry.mode === "100755" ? 0o755 : 0o644)
+      fs.renameSync(temp, absolute)
+    }
+
+    /** A path where a file cannot be put: a directory sits there or on the way. */
+    const blocked = (file: string): boolean => {
+      const segments = file.split("/")
+      for (let index = 1; index <= segments.length; index++) {
+        const partial = path.join(root, ...segments.slice(0, index))
+        try {
+          const stat = fs.lstatSync(partial)
+          if (index < segments.length && !stat.isDirectory()) return true
+          if (index === segments.length && stat.isDirectory()) return true
+        } catch {
+          return false
+        }
+      }
+      return false
+    }
+
+    const restore = Effect.fn("Snapshot.restore")(function*(files: ReadonlyArray<RestoreFile>) {
+      return yield* lock.withPermits(1)(Effect.gen(function*() {
+        yield* openForRead
+        const list = files.filter((file) => !isGitPath(file.file))
+        // The files as they are now: the "before" snapshot, and what conflicts are checked against.
+        yield* commit(refresh(list.map((file) => file.file)))
+        const before = remember(current)
+        const conflicts: Array<string> = []
+        const todo: Array<RestoreFile> = []
+        for (const file of list) {
+          const now = Tree.lookup(current, file.file)
+          if (!Tree.sameFile(now, file.expected)) conflicts.push(file.file)
+          else if (!Tree.sameFile(now, file.target)) todo.push(file)
+        }
+        const ids = todo.flatMap((file) => (file.target && file.target.mode !== "160000" ? [file.target.id] : []))
+        const contents = yield* read(ids)
+        const restored: Array<string> = []
+        for (const file of todo) {
+          if (file.target?.mode === "160000") continue // a nested repository: not ours to change
+          if (file.target && blocked(file.file)) {
+            conflicts.push(file.file)
+            continue
+          }
+          if (file.target) writeFile(file.file, file.target, contents.get(file.target.id)!)
+          else {
+            fs.rmSync(path.join(root, file.file), { force: true })
+            pruneEmptyDirs(file.file)
+          }
+          restored.push(file.file)
+        }
+        yield* commit(refresh(restored))
+        const after = remember(current)
+        return { before, after, restored: list.filter((file) => !conflicts.includes(file.file)).map((file) => file.file), conflicts }
+      }))
+    })
+
+    // --- garbage collection ------------------------------------------------------------------
+
+    const liveSnapshots = Effect.gen(function*() {
+      const since = Date.now() - retentionMs
+      const parts = yield* dbWrite(sql<{ id: string | null }>`
+        SELECT DISTINCT COALESCE(json_extract(p.data, '$.snapshot'), json_extract(p.data, '$.hash')) AS id
+        FROM part p JOIN session s ON s.id = p.session_id
+        WHERE s.project_id = ${instance.projectID} AND s.time_updated >= ${since}
+          AND p.type IN ('step-start', 'step-finish', 'snapshot', 'patch')`)
+      const reverts = yield* dbWrite(sql<{ snapshot: string | null; applied: string | null }>`
+        SELECT json_extract(revert, '$.snapshot') AS snapshot, json_extract(revert, '$.applied') AS applied
+        FROM session WHERE project_id = ${instance.projectID} AND revert IS NOT NULL AND time_updated >= ${since}`)
+      const ids = new Set<string>()
+      for (const row of parts) if (row.id) ids.add(row.id)
+      for (const row of reverts) {
+        if (row.snapshot) ids.add(row.snapshot)
+        if (row.applied) ids.add(row.applied)
+      }
+      return ids
+    })
+
+    const gc = Effect.fn("Snapshot.gc")(function*(options: GcOptions = {}) {
+      return yield* lock.withPermits(1)(Effect.gen(function*() {
+        if (!fs.existsSync(path.join(gitDir, "HEAD"))) return { kept: 0, bytesBefore: 0, bytesAfter: 0 }
+        yield* openForRead
+        yield* flushObjects
+        yield* flushIndex
+        const bytesBefore = dirSize(gitDir)
+        const live = yield* liveSnapshots
+        // What this process holds, and every other process's stat cache (their files now).
+        live.add(current.id(writer))
+        for (const id of inFlight.keys()) live.add(id)
+        const others: Array<Array<readonly [string, Tree.FileEntry]>> = []
+        for (const name of fs.readdirSync(gitDir)) {
+          const match = /^index(?:-(\d+))?$/.exec(name)
+          if (!match || path.join(gitDir, name) === ownIndex) continue
+          const pid = match[1] ? Number(match[1]) : undefined
+          if (pid !== undefined && !isAlive(pid)) {
+            fs.rmSync(path.join(gitDir, name), { force: true })
+            continue
+          }
+          others.push(
+            yield* git(["ls-files", "-s", "-z"], { indexFile: path.join(gitDir, name) }).pipe(
+              Effect.map(parseStage),
+              Effect.orElseSucceed(() => [])
+            )
+          )
+        }
+        // Only objects the store still has can be kept (git refuses refs to missing objects).
+        const wanted = [...live, ...others.flatMap((entries) => entries.map(([, entry]) => entry.id))]
+        const check = yield* git(["cat-file", "--batch-check"], { input: [...new Set(wanted)].join("\n") + "\n" })
+        const present = new Set(
+          check.toString("utf8").split("\n").filter((line) => / (tree|blob|commit) \d+$/.test(line)).map((line) => line.split(" ")[0]!)
+        )
+        const keep = [...live].filter((id) => present.has(id))
+        // Other processes' stat caches: the files as they are now, kept as one tree each.
+        for (const entries of others) {
+          keep.push(Tree.build(entries.filter(([, entry]) => entry.mode === "160000" || present.has(entry.id))).id(writer))
+        }
+        yield* flushObjects // the trees just built for other processes' stat caches
+        const refs = [...new Set(keep)].sort().map((id) => `${id} refs/snapshots/${id}`)
+        fs.writeFileSync(path.join(gitDir, "packed-refs"), `# pack-refs with: peeled fully-peeled sorted \n${refs.join("\n")}${refs.length ? "\n" : ""}`)
+        const graceSeconds = Math.floor(Duration.toMillis(Duration.decode(options.grace ?? DEFAULT_GC_GRACE)) / 1000)
+        yield* git(["repack", "-A", "-d", "-q"])
+        yield* git(["prune", `--expire=${graceSeconds <= 0 ? "now" : `${graceSeconds}.seconds.ago`}`])
+        // Cached trees and the record of written objects may name what was just removed.
+        writer.reset()
+        roots.clear()
+        hashed.clear()
+        fs.writeFileSync(path.join(gitDir, "gc-stamp"), String(Date.now()))
+        return { kept: keep.length, bytesBefore, bytesAfter: dirSize(gitDir) }
+      }).pipe(
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logWarning(`snapshot garbage collection failed: ${error.message}`), { kept: 0, bytesBefore: 0, bytesAfter: 0 })
+        )
+      ))
+    })
+
+    const backgroundGc = gc().pipe(
+      Effect.asVoid,
+      Effect.catchAllCause((cause) => Effect.logError("snapshot garbage collection failed", cause))
+    )
+
+    // Collect after sessions are deleted (batched), and once a day.
+    let gcTimer: Fiber.RuntimeFiber<void> | undefined
+    const deletions = yield* bus.subscribe({ types: ["session.deleted"] })
+    yield* deletions.pipe(
+      Stream.runForEach(() =>
+        Effect.suspend(() => {
+          if (gcTimer || !fs.existsSync(path.join(gitDir, "HEAD"))) return Effect.void
+          return Effect.sleep(GC_AFTER_DELETE).pipe(
+            Effect.zipRight(backgroundGc),
+            Effect.ensuring(Effect.sync(() => (gcTimer = undefined))),
+            Effect.forkIn(scope),
+            Effect.tap((fiber) => Effect.sync(() => (gcTimer = fiber))),
+            Effect.asVoid
+          )
+        })
+      ),
+      Effect.catchAllCause((cause) => Effect.logError("snapshot deletion watcher stopped", cause)),
+      Effect.forkScoped
+    )
+    const stampFile = path.join(gitDir, "gc-stamp")
+    const stamp = Option.liftThrowable(() => Number(fs.readFileSync(stampFile, "utf8")))()
+    if (Option.isSome(stamp) && Date.now() - stamp.value > GC_INTERVAL_MS) yield* Effect.forkIn(backgroundGc, scope)
+
+    // Leave our stat cache as the seed for the next process.
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(flushObjects.pipe(Effect.ignore), flushIndex).pipe(
+        Effect.zipRight(Effect.sync(() => {
+          if (fs.existsSync(ownIndex)) fs.renameSync(ownIndex, path.join(gitDir, "index"))
+        })),
+        Effect.catchAllCause(() => Effect.void)
+      )
+    )
+
+    const status = Effect.fn("Snapshot.status")(function*() {
+      if (!disabled && !checked) {
+        const refused = refusal()
+        if (refused) return { enabled: false, reason: refused, directory: root, store: gitDir }
+      }
+      return disabled
+        ? { enabled: false, reason: disabled, directory: root, store: gitDir }
+        : { enabled: true, directory: root, store: gitDir }
+    })
+
+    return { status, track, steps, changes, entries, read, restore, gc, root } satisfies SnapshotShape
+  })
+}

@@ -1,0 +1,151 @@
+import { ScriptedModel, TestRuntime } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Snapshot, type StepTouch } from "../../src/Snapshot.js"
+
+/** A small deterministic random source, so a failure can be replayed. */
+const random = (seed: number) => () => {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff
+  return seed / 0x7fffffff
+}
+
+const NAMES = ["a.txt", "b.txt", "dir/c.txt", "dir/sub/d.txt", "e.sh", "link", "x", "x/y.txt", "ignored.log"]
+
+describe("snapshot scans", () => {
+  it.scopedLive.each([
+    { seed: 42, named: false },
+    { seed: 7, named: true }
+  ])("every step's patch names exactly the files that changed, and its snapshot holds their bytes (seed $seed, tools name files: $named)", ({ named, seed }) =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), files: { "project/.gitignore": "*.log\n" } })
+      const project = runtime.box.path("project")
+      const next = random(seed)
+      const abs = (file: string) => path.join(project, file)
+
+      /** The files as the test believes them: path → bytes and mode, "link" → target. */
+      const read = () => {
+        const state = new Map<string, string>()
+        const walk = (dir: string) => {
+          for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+            const full = path.join(dir, entry.name)
+            const rel = path.relative(project, full).split(path.sep).join("/")
+            if (rel === ".git" || rel.endsWith(".log")) continue
+            if (entry.isSymbolicLink()) state.set(rel, `link:${fs.readlinkSync(full)}`)
+            else if (entry.isDirectory()) walk(full)
+            else state.set(rel, `${(fs.statSync(full).mode & 0o100) !== 0 ? "x" : "-"}:${fs.readFileSync(full, "base64")}`)
+          }
+        }
+        walk(project)
+        return state
+      }
+
+      /** One random change to the project; the paths it may have changed go to `touched`. */
+      const mutate = (step: number): void => {
+        // (an ignored file that a tool names is recorded: see the next test)
+        const names = named ? NAMES.filter((candidate) => !candidate.endsWith(".log")) : NAMES
+        const name = names[Math.floor(next() * names.length)]!
+        touched(name)
+        const file = abs(name)
+        const roll = next()
+        if (name === "link") {
+          fs.rmSync(file, { force: true })
+          if (roll < 0.7) fs.symlinkSync(roll < 0.35 ? "a.txt" : "dir/c.txt", file)
+          return
+        }
+        if (name === "x" || name === "x/y.txt") {
+          touched("x")
+          touched("x/y.txt")
+          // "x" flips between a file and a directory holding y.txt
+          fs.rmSync(abs("x"), { recursive: true, force: true })
+          if (roll < 0.5) fs.writeFileSync(abs("x"), `x as a file ${step}\n`)
+          else {
+            fs.mkdirSync(abs("x"))
+            fs.writeFileSync(abs("x/y.txt"), `y ${step}\n`)
+          }
+          return
+        }
+        if (roll < 0.25) fs.rmSync(file, { force: true })
+        else if (roll < 0.4 && fs.existsSync(file)) fs.chmodSync(file, (fs.statSync(file).mode & 0o100) !== 0 ? 0o644 : 0o755)
+        else if (roll < 0.5) {
+          // same size, new bytes: only the content tells
+          const old = fs.existsSync(file) ? fs.readFileSync(file) : Buffer.from("0000")
+          fs.mkdirSync(path.dirname(file), { recursive: true })
+          fs.writeFileSync(file, Buffer.from(old.map((byte) => (byte + 1) % 256)))
+        } else {
+          fs.mkdirSync(path.dirname(file), { recursive: true })
+          fs.writeFileSync(file, `${name} at step ${step}\n${"z".repeat(Math.floor(next() * 50))}`)
+        }
+      }
+      let touchedPaths: Array<string> = []
+      const touched = (name: string) => void touchedPaths.push(abs(name))
+
+      yield* Effect.gen(function*() {
+        const snapshot = yield* Snapshot
+        const recorder = snapshot.steps()
+        let start = yield* recorder.begin()
+        let before = read()
+        for (let step = 0; step < 40; step++) {
+          const changes = 1 + Math.floor(next() * 3)
+          for (let index = 0; index < changes; index++) mutate(step)
+          // Sometimes let the background stat-cache update run, sometimes not.
+          if (step % 7 === 3) yield* Effect.sleep("1200 millis")
+          const touch: StepTouch = named ? { kind: "paths", paths: touchedPaths } : { kind: "unknown" }
+          touchedPaths = []
+          const result = yield* recorder.finish(start, touch)
+          const after = read()
+          const expected = [...new Set([...before.keys(), ...after.keys()])].filter((file) => before.get(file) !== after.get(file)).sort()
+          expect({ step, files: (result?.patch?.files ?? []).map((file) => path.relative(project, file)) }).toEqual({ step, files: expected })
+          // The snapshot holds exactly the files, byte for byte.
+          const entries = yield* snapshot.entries(result!.snapshot, [...after.keys()])
+          const contents = yield* snapshot.read([...entries.values()].flatMap((entry) => (entry ? [entry.id] : [])))
+          for (const [file, state] of after) {
+            const entry = entries.get(file)
+            const stored = entry?.mode === "120000"
+              ? `link:${contents.get(entry.id)!.toString()}`
+              : `${entry?.mode === "100755" ? "x" : "-"}:${entry ? contents.get(entry.id)!.toString("base64") : "absent"}`
+            expect({ step, file, stored }).toEqual({ step, file, stored: state })
+          }
+          const changesBetween = yield* snapshot.changes(start!.id, result!.snapshot)
+          expect(changesBetween.map((change) => change.file)).toEqual(expected)
+          start = yield* recorder.begin()
+          before = after
+        }
+      }).pipe(Effect.provide(runtime.layer))
+    }), 60_000)
+
+  it.scopedLive("steps whose tools name their files hash only those (ignored or not); a step that changed nothing has no patch", () =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({
+        model: ScriptedModel.make([]),
+        files: { "project/a.txt": "a\n", "project/b.txt": "b\n", "project/.gitignore": ".env\n" }
+      })
+      const project = runtime.box.path("project")
+      yield* Effect.gen(function*() {
+        const snapshot = yield* Snapshot
+        const recorder = snapshot.steps()
+        const start = yield* recorder.begin()
+        fs.writeFileSync(path.join(project, "a.txt"), "a2\n")
+        // b.txt changes too, but not through the step's tools: it is not this step's change
+        fs.writeFileSync(path.join(project, "b.txt"), "b2\n")
+        const named = yield* recorder.finish(start, { kind: "paths", paths: [path.join(project, "a.txt"), "/elsewhere/file"] })
+        expect(named?.patch?.files).toEqual([path.join(project, "a.txt")])
+        const quiet = yield* recorder.begin()
+        const none = yield* recorder.finish(quiet, { kind: "none" })
+        expect(none).toEqual({ snapshot: quiet!.id })
+        // a later scan still finds b.txt
+        const third = yield* recorder.begin()
+        const scanned = yield* recorder.finish(third, { kind: "unknown" })
+        expect(scanned?.patch?.files).toEqual([path.join(project, "b.txt")])
+        // An ignored file is left out of scans, but recorded when a tool names it (so it can be undone).
+        fs.writeFileSync(path.join(project, ".env"), "SECRET=1\n")
+        const fourth = yield* recorder.begin()
+        expect((yield* recorder.finish(fourth, { kind: "unknown" }))?.patch).toBeUndefined()
+        const fifth = yield* recorder.begin()
+        fs.writeFileSync(path.join(project, ".env"), "SECRET=2\n")
+        const edited = yield* recorder.finish(fifth, { kind: "paths", paths: [path.join(project, ".env")] })
+        expect(edited?.patch?.files).toEqual([path.join(project, ".env")])
+      }).pipe(Effect.provide(runtime.layer))
+    }))
+})
