@@ -124,6 +124,13 @@ export const PermissionReplyBody = Schema.Struct({
 
 // --- response bodies ---------------------------------------------------------------------------
 
+/** The session after a revert or unrevert, with what was put back and what was left alone. */
+export const RevertResponse = Schema.Struct({
+  ...Session.fields,
+  restored: Schema.Array(Schema.String),
+  conflicts: Schema.Array(Schema.String)
+})
+
 export const Health = Schema.Struct({ healthy: Schema.Literal(true), version: Schema.String })
 export const PathInfo = Schema.Struct({
   home: Schema.String,
@@ -272,6 +279,25 @@ export class SessionApi extends HttpApiGroup.make("session")
       .addSuccess(MessageWithParts)
       .addError(NotFoundError)
       .addError(BadRequestError)
+  )
+  .add(
+    HttpApiEndpoint.post("revert", "/session/:id/revert")
+      .setPath(IdPath)
+      .setUrlParams(Schema.Struct(Directory))
+      .setPayload(Schema.Struct({ messageID: MessageID, partID: Schema.optional(PartID) }))
+      .addSuccess(RevertResponse)
+      .addError(NotFoundError)
+      .addError(BadRequestError)
+      .addError(BusyError)
+  )
+  .add(
+    HttpApiEndpoint.post("unrevert", "/session/:id/unrevert")
+      .setPath(IdPath)
+      .setUrlParams(Schema.Struct(Directory))
+      .addSuccess(RevertResponse)
+      .addError(NotFoundError)
+      .addError(BadRequestError)
+      .addError(BusyError)
   )
   .add(
     HttpApiEndpoint.post("respond", "/session/:id/permissions/:permissionID")

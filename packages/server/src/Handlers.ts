@@ -3,6 +3,7 @@ import {
   CommandRegistry,
   ConfigService,
   Identifier,
+  SessionChanges,
   Instance,
   Mcp,
   PermissionService,
@@ -15,6 +16,8 @@ import {
 import {
   AgentApi,
   BadRequestError,
+  BusyError,
+  type RevertError,
   type MessageID,
   NotFoundError,
   type PartInput,
@@ -95,6 +98,17 @@ const filePart = (part: Extract<PartInput, { type: "file" }>, directory: string)
   })
 
 const notFound = (error: { readonly message: string }) => NotFoundError.of(error.message)
+const revertError = (error: RevertError | { readonly _tag: "SessionNotFound"; readonly message: string }) =>
+  error._tag === "SessionNotFound" || error.reason === "point_not_found"
+    ? NotFoundError.of(error.message)
+    : error.reason === "busy"
+    ? BusyError.of(error.message)
+    : BadRequestError.of(error.message)
+const revertResponse = (result: { readonly session: Session; readonly restored: ReadonlyArray<string>; readonly conflicts: ReadonlyArray<string> }) => ({
+  ...result.session,
+  restored: result.restored,
+  conflicts: result.conflicts
+})
 const badRequest = (error: { readonly message: string }) => BadRequestError.of(error.message)
 
 export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handlers) =>
@@ -103,6 +117,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
     const loop = yield* SessionLoop
     const permissions = yield* PermissionService
     const commands = yield* CommandRegistry
+    const changes = yield* SessionChanges
     const instance = yield* Instance
     // prompt_async runs outlive their request; the server's scope ends them.
     const background = yield* FiberSet.make()
@@ -177,7 +192,15 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         }))
       .handle("children", ({ path }) => session(path.id).pipe(Effect.zipRight(store.children(path.id))))
       .handle("todo", ({ path }) => session(path.id).pipe(Effect.zipRight(store.todos(path.id))))
-      .handle("diff", ({ path }) => session(path.id).pipe(Effect.map((info: Session) => info.summary?.diffs ?? [])))
+      .handle("diff", ({ path }) => changes.diff(path.id).pipe(Effect.mapError(notFound)))
+      .handle("revert", ({ path, payload }) =>
+        changes.revert({
+          sessionID: path.id,
+          messageID: payload.messageID,
+          ...(payload.partID !== undefined ? { partID: payload.partID } : {})
+        }).pipe(Effect.mapError(revertError), Effect.map(revertResponse)))
+      .handle("unrevert", ({ path }) =>
+        changes.unrevert(path.id).pipe(Effect.mapError(revertError), Effect.map(revertResponse)))
       .handle("messages", ({ path, urlParams }) =>
         Effect.gen(function*() {
           yield* session(path.id)

@@ -281,3 +281,43 @@ describe("MCP through the server", () => {
       expect(JSON.stringify(unknown.error)).toContain("fixture")
     }))
 })
+
+describe("revert through the server", () => {
+  it.scopedLive("diff lists a written file; revert restores it and reports; unrevert puts it back", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make([
+        [toolCall("write", { filePath: "notes.txt", content: "changed by the agent\n" })],
+        "written"
+      ])
+      const { client, box } = yield* serve({ model, files: { "project/notes.txt": "original\n" } })
+      const file = `${box.instance.directory}/notes.txt`
+      const session = (yield* Effect.promise(() => client.session.create({ body: {} }))).data!
+      const reply = yield* Effect.promise(() =>
+        client.session.prompt({ path: { id: session.id }, body: { parts: [{ type: "text", text: "change the notes" }] } })
+      )
+      expect(reply.response.status).toBe(200)
+      const fs = yield* Effect.promise(() => import("node:fs"))
+      expect(fs.readFileSync(file, "utf8")).toBe("changed by the agent\n")
+
+      const diff = (yield* Effect.promise(() => client.session.diff({ path: { id: session.id } }))).data!
+      expect(diff.map((entry) => entry.file)).toEqual(["notes.txt"])
+
+      const messages = (yield* Effect.promise(() => client.session.messages({ path: { id: session.id } }))).data!
+      const reverted = yield* Effect.promise(() =>
+        client.session.revert({ path: { id: session.id }, body: { messageID: messages[0]!.info.id } })
+      )
+      expect(reverted.response.status, JSON.stringify(reverted.error)).toBe(200)
+      expect(fs.readFileSync(file, "utf8")).toBe("original\n")
+      expect((reverted.data as any).restored).toEqual([file])
+      expect(reverted.data!.revert?.messageID).toBe(messages[0]!.info.id)
+
+      const back = yield* Effect.promise(() => client.session.unrevert({ path: { id: session.id } }))
+      expect(back.response.status).toBe(200)
+      expect(fs.readFileSync(file, "utf8")).toBe("changed by the agent\n")
+
+      const nowhere = yield* Effect.promise(() =>
+        client.session.revert({ path: { id: session.id }, body: { messageID: `msg_${"Z".repeat(26)}` } })
+      )
+      expect(nowhere.response.status).toBe(404)
+    }))
+})
