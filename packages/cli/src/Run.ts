@@ -1,4 +1,5 @@
 import {
+  attachmentMime,
   Bus,
   CommandRegistry,
   Instance,
@@ -45,14 +46,6 @@ const exitCodeOf = (reason: StopReason): number => {
   }
 }
 
-const MIME_BY_EXTENSION: Record<string, string> = {
-  ".png": "image/png",
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".gif": "image/gif",
-  ".webp": "image/webp",
-  ".pdf": "application/pdf"
-}
 
 /** `-f` files: images and PDFs as attachments, anything else inlined as text. */
 const fileParts = (files: ReadonlyArray<string>, directory: string) =>
@@ -64,7 +57,7 @@ const fileParts = (files: ReadonlyArray<string>, directory: string) =>
       )
       if (!stat.isFile()) return yield* new UsageError({ message: `not a file: ${file}` })
       if (stat.size > 10 * 1024 * 1024) return yield* new UsageError({ message: `file too large (over 10 MB): ${file}` })
-      const mime = MIME_BY_EXTENSION[path.extname(absolute).toLowerCase()]
+      const mime = attachmentMime(absolute)
       if (mime) {
         const data = fs.readFileSync(absolute).toString("base64")
         return { type: "file", mime, url: `data:${mime};base64,${data}`, filename: path.basename(absolute) } satisfies PromptPartInput

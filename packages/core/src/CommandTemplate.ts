@@ -8,6 +8,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { attachmentMime, MAX_ATTACHMENT_BYTES } from "./Attachment.js"
 import type { InstanceInfo } from "./Instance.js"
 import { shellFor } from "./tools/Bash.js"
 import { looksBinary } from "./tools/Read.js"
@@ -185,15 +186,6 @@ export type Inclusion =
   }
   | { readonly type: "agent"; readonly name: string }
 
-const ATTACHMENT_MIME: Record<string, string> = {
-  ".png": "image/png",
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".gif": "image/gif",
-  ".webp": "image/webp",
-  ".pdf": "application/pdf"
-}
-const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 const MAX_DIRECTORY_ENTRIES = 500
 
 const statOrUndefined = (file: string) => {
@@ -262,7 +254,7 @@ export const resolveReference = (
       return { type: "file", display, absolute, mime: "application/x-directory", url, text: listingOf(absolute) }
     }
     if (!stat.isFile()) continue
-    const attachment = ATTACHMENT_MIME[path.extname(absolute).toLowerCase()]
+    const attachment = attachmentMime(absolute)
     if (attachment) {
       if (stat.size > MAX_ATTACHMENT_BYTES) {
         return { type: "file", display, absolute, mime: "text/plain", url, text: `[${display} is over 10 MB, not attached]` }

@@ -1,5 +1,6 @@
 export * from "./AgentGenerator.js"
 export * from "./AgentRegistry.js"
+export * from "./Attachment.js"
 export * from "./AppLayer.js"
 export * from "./ApprovalStore.js"
 export * as BashArity from "./BashArity.js"

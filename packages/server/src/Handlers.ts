@@ -1,5 +1,7 @@
 import {
   AgentRegistry,
+  attachmentMime,
+  MAX_ATTACHMENT_BYTES,
   CommandRegistry,
   ConfigService,
   Identifier,
@@ -33,15 +35,6 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { EventHub, type ServerEvent } from "./EventHub.js"
 
-const MAX_FILE_BYTES = 10 * 1024 * 1024
-const MIME_BY_EXTENSION: Record<string, string> = {
-  ".png": "image/png",
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".gif": "image/gif",
-  ".webp": "image/webp",
-  ".pdf": "application/pdf"
-}
 
 /**
  * Prompt parts as the loop takes them. `file://` urls are read here (text inlined, images
@@ -87,8 +80,8 @@ const filePart = (part: Extract<PartInput, { type: "file" }>, directory: string)
         .sort()
       return { type: "text", synthetic: true, text: `<directory path="${absolute}">\n${entries.join("\n")}\n</directory>` } satisfies PromptPartInput
     }
-    if (stat.size > MAX_FILE_BYTES) return yield* BadRequestError.of(`parts: file too large (over 10 MB): ${absolute}`)
-    const mime = MIME_BY_EXTENSION[path.extname(absolute).toLowerCase()]
+    if (stat.size > MAX_ATTACHMENT_BYTES) return yield* BadRequestError.of(`parts: file too large (over 10 MB): ${absolute}`)
+    const mime = attachmentMime(absolute)
     if (mime) {
       const data = fs.readFileSync(absolute).toString("base64")
       return { type: "file", mime, url: `data:${mime};base64,${data}`, filename: part.filename ?? path.basename(absolute) } satisfies PromptPartInput

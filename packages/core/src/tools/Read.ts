@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
+import { attachmentMime, MAX_ATTACHMENT_BYTES } from "../Attachment.js"
 import { StringDecoder } from "node:string_decoder"
 import { Instance } from "../Instance.js"
 import { InstructionLoader } from "../Instructions.js"
@@ -22,16 +23,7 @@ export const MAX_BYTES = 50 * 1024
 /** A directory listing shows at most this many entries per call. */
 export const MAX_ENTRIES = 1000
 /** Images and PDFs larger than this are not attached. */
-export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 
-const ATTACHMENT_TYPES: Readonly<Record<string, string>> = {
-  ".png": "image/png",
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".gif": "image/gif",
-  ".webp": "image/webp",
-  ".pdf": "application/pdf"
-}
 
 const BINARY_EXTENSIONS = new Set([
   ".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".zst",
@@ -290,7 +282,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           }
         }
 
-        const mime = ATTACHMENT_TYPES[path.extname(file).toLowerCase()]
+        const mime = attachmentMime(file)
         if (mime !== undefined) {
           const kind = mime === "application/pdf" ? "PDF" : "Image"
           if (stat.size > MAX_ATTACHMENT_BYTES) {
