@@ -37,7 +37,21 @@ const deleteCommand = Command.make("delete", { id }, (input) => lazy(load, (modu
   Command.withDescription("Delete a session with its subagent sessions")
 )
 
+const revert = Command.make(
+  "revert",
+  {
+    id,
+    message: Args.text({ name: "message" }).pipe(Args.withDescription("the first message to undo (msg_...); it and later ones are hidden")),
+    part: Options.text("part").pipe(Options.withDescription("undo from this part of the message on (prt_...)"), Options.optional)
+  },
+  (input) => lazy(() => import("./SessionRevert.js"), (module) => module.revert(input))
+).pipe(Command.withDescription("Undo the files a session changed from a message on (files changed since by someone else are left alone and listed)"))
+
+const unrevert = Command.make("unrevert", { id }, (input) => lazy(() => import("./SessionRevert.js"), (module) => module.unrevert(input))).pipe(
+  Command.withDescription("Put back what the last revert undid")
+)
+
 export const session = Command.make("session").pipe(
-  Command.withDescription("List, show, export, import and delete sessions"),
-  Command.withSubcommands([list, show, exportCommand, importCommand, deleteCommand])
+  Command.withDescription("List, show, export, import, delete, revert and unrevert sessions"),
+  Command.withSubcommands([list, show, exportCommand, importCommand, deleteCommand, revert, unrevert])
 )
