@@ -38,7 +38,7 @@ const BULK_THRESHOLD = 256
 const ROOT_CACHE = 64
 /** The stat cache is updated at most this often, or at once when this many paths wait. */
 const FLUSH_DELAY = Duration.seconds(1)
-const FLUSH_BATCH = 500
+const FLUSH_BATCH = 200
 const FLUSH_BYTES = 32 * 1024 * 1024
 /** Git's timestamps here have one-second resolution: wait past it before refreshing the stat cache. */
 const RACY_SETTLE = Duration.millis(1500)
@@ -673,7 +673,9 @@ function make() {
       }
       const candidates = new Set([...listed, ...recheck, ...pendingIndex, ...indexing, ...stuck])
       recheck.clear()
-      if (candidates.size > BULK_THRESHOLD) {
+      // Files we already hashed and git has not recorded yet cost a stat: only new ones count here.
+      const unknown = listed.reduce((count, file) => (pendingIndex.has(file) || indexing.has(file) || hashed.has(file) ? count : count + 1), 0)
+      if (unknown > BULK_THRESHOLD) {
         yield* bulkRefresh([...candidates])
       } else {
         yield* commit(refresh(candidates))
