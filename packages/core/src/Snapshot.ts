@@ -42,6 +42,8 @@ const FLUSH_BATCH = 200
 const FLUSH_BYTES = 32 * 1024 * 1024
 /** Git's timestamps here have one-second resolution: wait past it before refreshing the stat cache. */
 const RACY_SETTLE = Duration.millis(1500)
+/** Loose objects written before they are packed. */
+const PACK_EVERY = 4000
 const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
 /** Wait this long after a session is deleted before collecting, so deletions batch up. */
 const GC_AFTER_DELETE = Duration.seconds(30)
@@ -294,6 +296,8 @@ function make() {
     const lock = yield* Effect.makeSemaphore(1)
     /** Serializes writes of our index (the stat cache). */
     const indexLock = yield* Effect.makeSemaphore(1)
+    /** Serializes repacking. */
+    const packLock = yield* Effect.makeSemaphore(1)
 
     let disabled: string | undefined = config.snapshot === false ? "snapshots are turned off in the config (snapshot: false)" : undefined
     let checked = false
@@ -533,6 +537,17 @@ function make() {
     const flushObjects = Effect.tryPromise({
       try: () => writer.flush(),
       catch: (error) => new SnapshotUnavailable({ detail: `cannot write to the store: ${error instanceof Error ? error.message : String(error)}` })
+    }).pipe(Effect.tap(() => packLoose))
+
+    /** Every few thousand loose objects (a few hundred steps), pack them in the background. */
+    let packedAt = 0
+    const packLoose = Effect.suspend(() => {
+      if (writer.files - packedAt < PACK_EVERY) return Effect.void
+      packedAt = writer.files
+      return packLock.withPermits(1)(git(["repack", "-d", "-q"]).pipe(Effect.uninterruptible, Effect.ignore)).pipe(
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
     })
 
     /** `--replace`: a file may take the place of a directory (or the other way round). */
@@ -631,6 +646,8 @@ function make() {
       refreshing = true
       return Effect.sleep(RACY_SETTLE).pipe(
         Effect.zipRight(indexLock.withPermits(1)(git(["update-index", "-q", "--refresh"]).pipe(Effect.uninterruptible, Effect.ignore))),
+        // Git wrote one loose object per file: pack them (a fraction of the space, one file).
+        Effect.zipRight(packLock.withPermits(1)(git(["repack", "-d", "-q"]).pipe(Effect.uninterruptible, Effect.ignore))),
         Effect.ensuring(Effect.sync(() => (refreshing = false))),
         Effect.forkIn(scope),
         Effect.asVoid
@@ -952,8 +969,12 @@ function make() {
         const refs = [...new Set(keep)].sort().map((id) => `${id} refs/snapshots/${id}`)
         fs.writeFileSync(path.join(gitDir, "packed-refs"), `# pack-refs with: peeled fully-peeled sorted \n${refs.join("\n")}${refs.length ? "\n" : ""}`)
         const graceSeconds = Math.floor(Duration.toMillis(Duration.decode(options.grace ?? DEFAULT_GC_GRACE)) / 1000)
-        yield* git(["repack", "-A", "-d", "-q"])
-        yield* git(["prune", `--expire=${graceSeconds <= 0 ? "now" : `${graceSeconds}.seconds.ago`}`])
+        yield* packLock.withPermits(1)(
+          Effect.zipRight(
+            git(["repack", "-A", "-d", "-q"]),
+            git(["prune", `--expire=${graceSeconds <= 0 ? "now" : `${graceSeconds}.seconds.ago`}`])
+          )
+        )
         // Cached trees and the record of written objects may name what was just removed.
         writer.reset()
         roots.clear()

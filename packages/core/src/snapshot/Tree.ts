@@ -110,6 +110,8 @@ export class ObjectWriter {
   private chain: Promise<void> = Promise.resolve()
   /** Bytes written (compressed) since this writer was made. */
   written = 0
+  /** Loose object files created since this writer was made. */
+  files = 0
   constructor(private readonly objectsDir: string) {}
 
   static hash(type: string, body: Buffer): string {
@@ -148,6 +150,7 @@ export class ObjectWriter {
           await fsp.writeFile(temp, data, { mode: 0o444 })
           await fsp.rename(temp, file)
           this.written += data.length
+          this.files++
         }
         this.known.add(id)
       }
