@@ -542,7 +542,7 @@ function make() {
     /** Every few thousand loose objects (a few hundred steps), pack them in the background. */
     let packedAt = 0
     const packLoose = Effect.suspend(() => {
-      if (writer.files - packedAt < PACK_EVERY) return Effect.void
+      if (closing || writer.files - packedAt < PACK_EVERY) return Effect.void
       packedAt = writer.files
       return packLock.withPermits(1)(git(["repack", "-d", "-q"]).pipe(Effect.uninterruptible, Effect.ignore)).pipe(
         Effect.forkIn(scope),
@@ -591,9 +591,11 @@ function make() {
      * FLUSH_BATCH paths): until then a scan lists those files again and `hashed` answers for them.
      */
     let flushing = false
+    /** Set when the layer closes: the finalizer writes what is left, nothing starts after it. */
+    let closing = false
     const waiting = () => pendingIndex.size > 0 || writer.pending.count > 0
     const scheduleFlush = Effect.suspend(() => {
-      if (flushing || !waiting()) return Effect.void
+      if (flushing || closing || !waiting()) return Effect.void
       flushing = true
       const loop: Effect.Effect<void, SnapshotUnavailable> = Effect.suspend(() =>
         waiting() ? Effect.zipRight(Effect.zipRight(flushObjects, flushIndex), loop) : Effect.void
@@ -642,7 +644,7 @@ function make() {
      */
     let refreshing = false
     const refreshLater = Effect.suspend(() => {
-      if (refreshing) return Effect.void
+      if (refreshing || closing) return Effect.void
       refreshing = true
       return Effect.sleep(RACY_SETTLE).pipe(
         Effect.zipRight(indexLock.withPermits(1)(git(["update-index", "-q", "--refresh"]).pipe(Effect.uninterruptible, Effect.ignore))),
@@ -1018,7 +1020,7 @@ function make() {
 
     // Leave our stat cache as the seed for the next process.
     yield* Effect.addFinalizer(() =>
-      Effect.zipRight(flushObjects.pipe(Effect.ignore), flushIndex).pipe(
+      Effect.zipRight(Effect.sync(() => (closing = true)), Effect.zipRight(flushObjects.pipe(Effect.ignore), flushIndex)).pipe(
         Effect.zipRight(Effect.sync(() => {
           if (fs.existsSync(ownIndex)) fs.renameSync(ownIndex, path.join(gitDir, "index"))
         })),
