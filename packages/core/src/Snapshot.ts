@@ -1019,8 +1019,11 @@ function make() {
     if (Option.isSome(stamp) && Date.now() - stamp.value > GC_INTERVAL_MS) yield* Effect.forkIn(backgroundGc, scope)
 
     // Leave our stat cache as the seed for the next process.
+    const flushAllObjects: Effect.Effect<void> = Effect.suspend(() =>
+      writer.pending.count === 0 ? Effect.void : Effect.zipRight(flushObjects.pipe(Effect.ignore), flushAllObjects)
+    ).pipe(Effect.zipRight(flushObjects.pipe(Effect.ignore)))
     yield* Effect.addFinalizer(() =>
-      Effect.zipRight(Effect.sync(() => (closing = true)), Effect.zipRight(flushObjects.pipe(Effect.ignore), flushIndex)).pipe(
+      Effect.zipRight(Effect.sync(() => (closing = true)), Effect.zipRight(flushAllObjects, flushIndex)).pipe(
         Effect.zipRight(Effect.sync(() => {
           if (fs.existsSync(ownIndex)) fs.renameSync(ownIndex, path.join(gitDir, "index"))
         })),
