@@ -533,11 +533,12 @@ function make() {
       return delta
     }
 
-    /** Puts queued objects on disk (before git reads the store, and in the background). */
-    const flushObjects = Effect.tryPromise({
+    /** Puts queued objects on disk (before git reads the store, and in the background); never while git packs. */
+    const flushObjects = Effect.suspend(() => packLock.withPermits(1)(writeObjects)).pipe(Effect.tap(() => packLoose))
+    const writeObjects = Effect.tryPromise({
       try: () => writer.flush(),
       catch: (error) => new SnapshotUnavailable({ detail: `cannot write to the store: ${error instanceof Error ? error.message : String(error)}` })
-    }).pipe(Effect.tap(() => packLoose))
+    })
 
     /** Every few thousand loose objects (a few hundred steps), pack them in the background. */
     let packedAt = 0
@@ -1019,9 +1020,11 @@ function make() {
     if (Option.isSome(stamp) && Date.now() - stamp.value > GC_INTERVAL_MS) yield* Effect.forkIn(backgroundGc, scope)
 
     // Leave our stat cache as the seed for the next process.
-    const flushAllObjects: Effect.Effect<void> = Effect.suspend(() =>
-      writer.pending.count === 0 ? Effect.void : Effect.zipRight(flushObjects.pipe(Effect.ignore), flushAllObjects)
-    ).pipe(Effect.zipRight(flushObjects.pipe(Effect.ignore)))
+    // A failed write keeps its objects queued: try a few times, then give up with a warning.
+    const flushAllObjects = flushObjects.pipe(
+      Effect.retry({ times: 3 }),
+      Effect.catchAll((error) => Effect.logWarning(`snapshot objects not written: ${error.message}`))
+    )
     yield* Effect.addFinalizer(() =>
       Effect.zipRight(Effect.sync(() => (closing = true)), Effect.zipRight(flushAllObjects, flushIndex)).pipe(
         Effect.zipRight(Effect.sync(() => {
