@@ -38,10 +38,12 @@ const BULK_THRESHOLD = 256
 const ROOT_CACHE = 64
 /** The stat cache is updated at most this often, or at once when this many paths wait. */
 const FLUSH_DELAY = Duration.seconds(1)
-const FLUSH_BATCH = 500
+const FLUSH_BATCH = 200
 const FLUSH_BYTES = 32 * 1024 * 1024
 /** Git's timestamps here have one-second resolution: wait past it before refreshing the stat cache. */
 const RACY_SETTLE = Duration.millis(1500)
+/** Loose objects written before they are packed. */
+const PACK_EVERY = 4000
 const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
 /** Wait this long after a session is deleted before collecting, so deletions batch up. */
 const GC_AFTER_DELETE = Duration.seconds(30)
@@ -294,6 +296,8 @@ function make() {
     const lock = yield* Effect.makeSemaphore(1)
     /** Serializes writes of our index (the stat cache). */
     const indexLock = yield* Effect.makeSemaphore(1)
+    /** Serializes repacking. */
+    const packLock = yield* Effect.makeSemaphore(1)
 
     let disabled: string | undefined = config.snapshot === false ? "snapshots are turned off in the config (snapshot: false)" : undefined
     let checked = false
@@ -529,10 +533,22 @@ function make() {
       return delta
     }
 
-    /** Puts queued objects on disk (before git reads the store, and in the background). */
-    const flushObjects = Effect.tryPromise({
+    /** Puts queued objects on disk (before git reads the store, and in the background); never while git packs. */
+    const flushObjects = Effect.suspend(() => packLock.withPermits(1)(writeObjects)).pipe(Effect.tap(() => packLoose))
+    const writeObjects = Effect.tryPromise({
       try: () => writer.flush(),
       catch: (error) => new SnapshotUnavailable({ detail: `cannot write to the store: ${error instanceof Error ? error.message : String(error)}` })
+    })
+
+    /** Every few thousand loose objects (a few hundred steps), pack them in the background. */
+    let packedAt = 0
+    const packLoose = Effect.suspend(() => {
+      if (closing || writer.files - packedAt < PACK_EVERY) return Effect.void
+      packedAt = writer.files
+      return packLock.withPermits(1)(git(["repack", "-d", "-q"]).pipe(Effect.uninterruptible, Effect.ignore)).pipe(
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
     })
 
     /** `--replace`: a file may take the place of a directory (or the other way round). */
@@ -576,9 +592,11 @@ function make() {
      * FLUSH_BATCH paths): until then a scan lists those files again and `hashed` answers for them.
      */
     let flushing = false
+    /** Set when the layer closes: the finalizer writes what is left, nothing starts after it. */
+    let closing = false
     const waiting = () => pendingIndex.size > 0 || writer.pending.count > 0
     const scheduleFlush = Effect.suspend(() => {
-      if (flushing || !waiting()) return Effect.void
+      if (flushing || closing || !waiting()) return Effect.void
       flushing = true
       const loop: Effect.Effect<void, SnapshotUnavailable> = Effect.suspend(() =>
         waiting() ? Effect.zipRight(Effect.zipRight(flushObjects, flushIndex), loop) : Effect.void
@@ -627,10 +645,12 @@ function make() {
      */
     let refreshing = false
     const refreshLater = Effect.suspend(() => {
-      if (refreshing) return Effect.void
+      if (refreshing || closing) return Effect.void
       refreshing = true
       return Effect.sleep(RACY_SETTLE).pipe(
         Effect.zipRight(indexLock.withPermits(1)(git(["update-index", "-q", "--refresh"]).pipe(Effect.uninterruptible, Effect.ignore))),
+        // Git wrote one loose object per file: pack them (a fraction of the space, one file).
+        Effect.zipRight(packLock.withPermits(1)(git(["repack", "-d", "-q"]).pipe(Effect.uninterruptible, Effect.ignore))),
         Effect.ensuring(Effect.sync(() => (refreshing = false))),
         Effect.forkIn(scope),
         Effect.asVoid
@@ -673,7 +693,9 @@ function make() {
       }
       const candidates = new Set([...listed, ...recheck, ...pendingIndex, ...indexing, ...stuck])
       recheck.clear()
-      if (candidates.size > BULK_THRESHOLD) {
+      // Files we already hashed and git has not recorded yet cost a stat: only new ones count here.
+      const unknown = listed.reduce((count, file) => (pendingIndex.has(file) || indexing.has(file) || hashed.has(file) ? count : count + 1), 0)
+      if (unknown > BULK_THRESHOLD) {
         yield* bulkRefresh([...candidates])
       } else {
         yield* commit(refresh(candidates))
@@ -950,8 +972,12 @@ function make() {
         const refs = [...new Set(keep)].sort().map((id) => `${id} refs/snapshots/${id}`)
         fs.writeFileSync(path.join(gitDir, "packed-refs"), `# pack-refs with: peeled fully-peeled sorted \n${refs.join("\n")}${refs.length ? "\n" : ""}`)
         const graceSeconds = Math.floor(Duration.toMillis(Duration.decode(options.grace ?? DEFAULT_GC_GRACE)) / 1000)
-        yield* git(["repack", "-A", "-d", "-q"])
-        yield* git(["prune", `--expire=${graceSeconds <= 0 ? "now" : `${graceSeconds}.seconds.ago`}`])
+        yield* packLock.withPermits(1)(
+          Effect.zipRight(
+            git(["repack", "-A", "-d", "-q"]),
+            git(["prune", `--expire=${graceSeconds <= 0 ? "now" : `${graceSeconds}.seconds.ago`}`])
+          )
+        )
         // Cached trees and the record of written objects may name what was just removed.
         writer.reset()
         roots.clear()
@@ -994,8 +1020,13 @@ function make() {
     if (Option.isSome(stamp) && Date.now() - stamp.value > GC_INTERVAL_MS) yield* Effect.forkIn(backgroundGc, scope)
 
     // Leave our stat cache as the seed for the next process.
+    // A failed write keeps its objects queued: try a few times, then give up with a warning.
+    const flushAllObjects = flushObjects.pipe(
+      Effect.retry({ times: 3 }),
+      Effect.catchAll((error) => Effect.logWarning(`snapshot objects not written: ${error.message}`))
+    )
     yield* Effect.addFinalizer(() =>
-      Effect.zipRight(flushObjects.pipe(Effect.ignore), flushIndex).pipe(
+      Effect.zipRight(Effect.sync(() => (closing = true)), Effect.zipRight(flushAllObjects, flushIndex)).pipe(
         Effect.zipRight(Effect.sync(() => {
           if (fs.existsSync(ownIndex)) fs.renameSync(ownIndex, path.join(gitDir, "index"))
         })),

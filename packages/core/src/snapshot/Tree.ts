@@ -110,6 +110,8 @@ export class ObjectWriter {
   private chain: Promise<void> = Promise.resolve()
   /** Bytes written (compressed) since this writer was made. */
   written = 0
+  /** Loose object files created since this writer was made. */
+  files = 0
   constructor(private readonly objectsDir: string) {}
 
   static hash(type: string, body: Buffer): string {
@@ -136,24 +138,51 @@ export class ObjectWriter {
     this.waiting.clear()
     this.waitingBytes = 0
     const run = this.chain.catch(() => undefined).then(async () => {
-      for (const [id, raw] of batch) {
-        const dir = path.join(this.objectsDir, id.slice(0, 2))
-        const file = path.join(dir, id.slice(2))
+      for (let index = 0; index < batch.length; index++) {
+        const [id, raw] = batch[index]!
         try {
-          await fsp.access(file)
-        } catch {
-          await fsp.mkdir(dir, { recursive: true })
-          const data = zlibEncode(raw)
-          const temp = path.join(dir, `tmp_${process.pid}_${Math.random().toString(36).slice(2)}`)
-          await fsp.writeFile(temp, data, { mode: 0o444 })
-          await fsp.rename(temp, file)
-          this.written += data.length
+          await this.store(id, raw)
+        } catch (error) {
+          // Keep what is not written yet for the next flush: snapshots name these objects.
+          for (const [rest, data] of batch.slice(index)) {
+            if (!this.waiting.has(rest)) {
+              this.waiting.set(rest, data)
+              this.waitingBytes += data.length
+            }
+          }
+          throw error
         }
-        this.known.add(id)
       }
     })
     this.chain = run
     return run
+  }
+
+  private async store(id: string, raw: Buffer): Promise<void> {
+    const dir = path.join(this.objectsDir, id.slice(0, 2))
+    const file = path.join(dir, id.slice(2))
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await fsp.access(file)
+        break
+      } catch {
+        // absent: write it
+      }
+      try {
+        await fsp.mkdir(dir, { recursive: true })
+        const data = zlibEncode(raw)
+        const temp = path.join(dir, `tmp_${process.pid}_${Math.random().toString(36).slice(2)}`)
+        await fsp.writeFile(temp, data, { mode: 0o444 })
+        await fsp.rename(temp, file)
+        this.written += data.length
+        this.files++
+        break
+      } catch (error) {
+        // git removes empty object directories when it packs: make the directory again.
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 3) throw error
+      }
+    }
+    this.known.add(id)
   }
 
   /** Forget what was written (after a garbage collection may have removed objects). */

@@ -96,4 +96,27 @@ describe("snapshot trees", () => {
     expect(Tree.apply(base, new Map([["src/a.ts", file("1".repeat(40))]]))).toBe(base)
     expect(Tree.diff(base, base)).toEqual([])
   })
+
+  it("a write that fails keeps its objects queued, and a removed object directory is made again", async () => {
+    const store = temp()
+    try {
+      const objects = path.join(store, "objects")
+      fs.writeFileSync(objects, "not a directory") // every write fails
+      const writer = new Tree.ObjectWriter(objects)
+      const ids = ["one", "two", "three"].map((text) => writer.write("blob", Buffer.from(text)))
+      await expect(writer.flush()).rejects.toThrow()
+      expect(writer.pending.count).toBe(3)
+      fs.rmSync(objects)
+      await writer.flush()
+      expect(writer.pending.count).toBe(0)
+      for (const id of ids) expect(fs.existsSync(path.join(objects, id.slice(0, 2), id.slice(2)))).toBe(true)
+      // git removes empty object directories when it packs; a later write makes them again
+      fs.rmSync(objects, { recursive: true })
+      const four = writer.write("blob", Buffer.from("four"))
+      await writer.flush()
+      expect(fs.existsSync(path.join(objects, four.slice(0, 2), four.slice(2)))).toBe(true)
+    } finally {
+      fs.rmSync(store, { recursive: true, force: true })
+    }
+  })
 })
