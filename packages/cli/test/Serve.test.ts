@@ -1,8 +1,9 @@
-import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
+import { MockOpenAIServer, ScriptedModel, type TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { project } from "./AgentProcess.js"
 
 const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
 const { toolCall } = ScriptedModel
@@ -36,24 +37,6 @@ const serve = (box: TestInstance.Sandbox, args: ReadonlyArray<string> = [], env:
     }),
     (served) => Effect.sync(() => served.child.kill("SIGKILL"))
   )
-
-/** A project whose config points at the scripted model server; titles come from a second one. */
-const project = (url: string) =>
-  Effect.gen(function*() {
-    const titles = yield* MockOpenAIServer.start(Array.from({ length: 5 }, () => "A title"))
-    return yield* TestInstance.sandbox({
-      files: {
-        "project/agent.json": {
-          model: "mock/model-a",
-          small_model: "titles/small",
-          provider: {
-            mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": {} } },
-            titles: { npm: "@ai-sdk/openai-compatible", options: { baseURL: titles.url }, models: { small: {} } }
-          }
-        }
-      }
-    })
-  })
 
 describe("agent serve", () => {
   it.scopedLive("SIGTERM during a run: the run is aborted, its tool marked interrupted, exit 0", () =>

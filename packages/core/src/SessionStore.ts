@@ -25,6 +25,7 @@ import { filename as databaseFile, withBusyRetry } from "./Database.js"
 import * as Identifier from "./Identifier.js"
 import { Instance } from "./Instance.js"
 import { VERSION } from "./Version.js"
+import { isAlive } from "./Pid.js"
 
 export interface CreateSessionInput {
   readonly parentID?: SessionID
@@ -260,15 +261,6 @@ const isOpenStreamingPart = (part: Part): part is Extract<Part, { type: "text" |
   (part.type === "text" || part.type === "reasoning") && part.time?.end === undefined
 
 const toolStatus = (part: Part): string | null => (part.type === "tool" ? part.state.status : null)
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 /**
  * Sessions, messages, parts and todos in SQLite, with every change published on the bus.

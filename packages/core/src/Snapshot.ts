@@ -11,6 +11,7 @@ import { INVALID_TOOL } from "./LLMService.js"
 import * as Git from "./snapshot/Git.js"
 import * as Tree from "./snapshot/Tree.js"
 import type * as Tool from "./Tool.js"
+import { isAlive } from "./Pid.js"
 
 /**
  * The project's files at each step, for undo and session diffs.
@@ -185,15 +186,6 @@ const dirSize = (dir: string): number => {
   }
   walk(dir)
   return total
-}
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
 }
 
 /** The user's `info/exclude`, found through a `.git` dir or a worktree's `.git` file. */

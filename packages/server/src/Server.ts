@@ -75,19 +75,6 @@ const guard = (maxBodyBytes: number) =>
         return jsonError(413, "BadRequest", `request body too large: ${length} bytes, the limit is ${maxBodyBytes}`)
       }
       const route = `${request.method} ${request.url.split("?")[0]}`
-      if (length > 0 && /json/i.test(request.headers["content-type"] ?? "")) {
-        // The body is read once and cached by the request, so the API's own decoding reuses it.
-        const text = yield* request.text
-        const problem = (() => {
-          try {
-            JSON.parse(text)
-            return undefined
-          } catch (error) {
-            return (error as Error).message
-          }
-        })()
-        if (problem) return jsonError(400, "BadRequest", `malformed JSON body for ${route}: ${problem}`)
-      }
       const response = yield* app
       if (response.status < 400 || response.body._tag !== "Empty") return response
       return jsonError(response.status, response.status === 404 ? "NotFoundError" : "BadRequest", `${response.status} for ${route}`)
