@@ -1,4 +1,5 @@
-import { SqlClient, type SqlError } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, Effect, Layer, Schedule } from "effect"

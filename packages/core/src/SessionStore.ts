@@ -17,7 +17,8 @@ import {
   type TokenUsage,
   Message as MessageSchema
 } from "@agent/domain"
-import { SqlClient, type SqlError } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
 import { Context, Effect, Layer, ParseResult, Schedule, Schema } from "effect"
 import * as os from "node:os"
 import { Bus } from "./Bus.js"

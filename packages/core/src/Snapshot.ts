@@ -1,5 +1,5 @@
 import type { Part, ToolPart } from "@agent/domain"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"

@@ -3,7 +3,10 @@
  * CLI's `--attach` client (which derives a typed client from it). Paths, bodies and
  * response shapes follow OpenCode's server, so `@opencode-ai/sdk` works against it.
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import { Agent, ModelRef } from "./Agent.js"
 import { CommandInfo, CommandInput } from "./Command.js"

@@ -27,7 +27,9 @@ import {
   type Session,
   type SessionID
 } from "@agent/domain"
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Chunk, Effect, FiberSet, Layer, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
