@@ -17,7 +17,8 @@ import { fileURLToPath } from "node:url"
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
-const bin = fileURLToPath(new URL("../../packages/cli/dist/bin.js", import.meta.url))
+// The bundle is what `agent` runs (the package's bin).
+const bin = fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
 
 const percentile = (values: Array<number>, p: number) => {
   const sorted = [...values].sort((a, b) => a - b)
