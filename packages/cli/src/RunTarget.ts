@@ -192,7 +192,8 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
         sessionID,
         write: (chunk) => void process.stdout.write(chunk),
         ansi: LiveProgress.ansiAllowed(),
-        columns: () => process.stdout.columns ?? 80
+        // A terminal that does not say its width (0) is taken as 80 columns.
+        columns: () => process.stdout.columns || 80
       })
       : undefined
     /** Gives the terminal to a question, and back. */
