@@ -196,7 +196,7 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
         columns: () => process.stdout.columns || 80
       })
       : undefined
-    /** Gives the terminal to a question, and back. */
+    /** Gives the terminal to a question (or a line on stderr), and back. */
     const asking = <A>(question: Effect.Effect<A>) =>
       view ? Effect.sync(view.pause).pipe(Effect.zipRight(question), Effect.ensuring(Effect.sync(view.resume))) : question
 
@@ -227,7 +227,9 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
               yield* target.replyPermission(request, yield* asking(askOnTerminal(request)))
             } else {
               // No one can answer: reject, and say so where a script's author will look.
-              yield* Console.error(`agent: permission asked for ${describeRequest(request)}; rejected (no terminal to ask; pass --auto-approve to allow)`)
+              yield* asking(
+                Console.error(`agent: permission asked for ${describeRequest(request)}; rejected (no terminal to ask; pass --auto-approve to allow)`)
+              )
               yield* target.replyPermission(request, { reply: "reject" })
             }
           }

@@ -24,7 +24,11 @@ beforeAll(async () => {
   shared = await Effect.runPromise(
     Effect.gen(function*() {
       const model = yield* MockOpenAIServer.start()
-      const server = yield* project(model.url, { permission: { bash: "ask" } }, { "project/notes.txt": "hello\n" })
+      const server = yield* project(
+        model.url,
+        { permission: { bash: "ask" }, command: { greet: { template: "Say hello to $ARGUMENTS." } } },
+        { "project/notes.txt": "hello\n" }
+      )
       const served = yield* serve(server)
       const client = yield* TestInstance.sandbox({ files: { "project/brief.md": "the brief\n" } })
       return { model, served, server, client }
@@ -56,8 +60,6 @@ describe("agent run --attach", () => {
       const listed = yield* agent(server, ["session", "list", "--search", "Attached notes", "--format", "json"])
       const sessions = JSON.parse(listed.stdout) as Array<{ id: string; title: string }>
       expect(sessions.map((session) => session.title)).toEqual(["Attached notes"])
-      const shown = yield* agent(server, ["session", "show", sessions[0]!.id, "--format", "json"])
-      expect(shown.stdout).toContain("The notes say hello.")
       // The client machine has no database of its own.
       expect(fs.existsSync(client.path("home/.local/share/agent"))).toBe(false)
     }), 60_000)
@@ -77,6 +79,17 @@ describe("agent run --attach", () => {
       expect(lines.at(-1)).toMatchObject({ type: "result", status: "completed", exitCode: 0, text: "The notes say hello.", steps: 2 })
       expect(lines.at(-1)!.tokens).toBeDefined()
       expect(JSON.stringify(model.requests[before]!.messages)).toContain("the brief")
+    }), 60_000)
+
+  it.live("--command runs the server's command with the message as its arguments", () =>
+    Effect.gen(function*() {
+      const { model, served, client } = shared
+      const before = model.requests.length
+      model.push("Hello, world.")
+      const result = yield* agent(client, ["run", "--attach", served.url, "--title", "Greeting", "--command", "greet", "world"])
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stdout).toBe("Hello, world.\n")
+      expect(JSON.stringify(model.requests[before]!.messages)).toContain("Say hello to world.")
     }), 60_000)
 
   it.live("without a terminal a permission ask is rejected on the server: a stderr line, exit 3", () =>
@@ -105,7 +118,7 @@ describe("agent run --attach", () => {
       expect(status[last.sessionID]?.type ?? "idle").toBe("idle")
     }), 60_000)
 
-  it.live("a server that cannot be reached is an error naming its url (exit 1); --dir is refused (exit 2)", () =>
+  it.live("a server that cannot be reached is an error naming its url (exit 1); usage errors exit 2", () =>
     Effect.gen(function*() {
       const { served, client } = shared
       const url = `http://127.0.0.1:${yield* closedPort}`
@@ -115,6 +128,13 @@ describe("agent run --attach", () => {
       const dir = yield* agent(client, ["run", "--attach", served.url, "--dir", "..", "hello"])
       expect(dir.code).toBe(2)
       expect(dir.stderr).toContain("--dir cannot be combined with --attach")
+      const missing = yield* agent(client, ["run", "--attach", served.url, "-s", "ses_00000000000000000000000000", "hello"])
+      expect(missing.code).toBe(2)
+      expect(missing.stderr).toContain("session not found: ses_00000000000000000000000000")
+      // Known only to the server: its answer comes back as the same usage error a local run gives.
+      const agentless = yield* agent(client, ["run", "--attach", served.url, "--title", "x", "--agent", "nobody", "hello"])
+      expect(agentless.code, agentless.stderr).toBe(2)
+      expect(agentless.stderr).toMatch(/nobody/)
     }), 60_000)
 
   it.scopedLive("on a terminal without colors: live text and tool lines, no escape sequences", () =>
