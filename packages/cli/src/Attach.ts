@@ -12,7 +12,7 @@ import {
 } from "@agent/domain"
 import * as Client from "@agent/server/Client"
 import { HttpClientError } from "@effect/platform"
-import { Console, Data, Deferred, Effect, Option, Queue, Schedule, Schema, Stream } from "effect"
+import { Console, Data, Deferred, Effect, Option, Queue, Schema, Stream } from "effect"
 import { UsageError } from "./ExitCode.js"
 import type { RunInput } from "./RunCommand.js"
 import { answerOf, atTerminal, type RunTarget, runOn, type TurnRequest } from "./RunTarget.js"
@@ -136,26 +136,31 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
           }
         }
       }
+      // Read as fast as the server sends, so it never drops this client for falling behind.
       const queue = yield* Queue.unbounded<BusEvent>()
-      let lastEventId: number | undefined
-      // A dropped connection is taken up again where it left off (Last-Event-ID); a few tries.
-      const wire = Stream.suspend(() => Client.events({ ...server, ...(lastEventId !== undefined ? { lastEventId } : {}) })).pipe(
-        Stream.concat(Stream.fail(new Error("the server closed the event stream"))),
-        Stream.retry(Schedule.spaced("300 millis").pipe(Schedule.intersect(Schedule.recurs(3))))
-      )
+      // A lost connection ends the run with an error rather than risking a wait for an end that
+      // never comes (a restarted server knows nothing of the run); `-s` continues the session.
+      const wire = Client.events(server).pipe(Stream.concat(Stream.fail(new Error("the server closed the event stream"))))
       yield* wire.pipe(
         Stream.runForEach((wireEvent) =>
           Effect.gen(function*() {
-            if (wireEvent.id !== undefined) lastEventId = wireEvent.id
             if (wireEvent.type === "server.connected") return yield* Deferred.succeed(connected, undefined)
             const event = decodeEvent({ type: wireEvent.type, properties: wireEvent.properties })
             if (Option.isSome(event) && ours(event.value)) yield* Queue.offer(queue, event.value)
           })
         ),
-        Effect.catchAll((error) => {
-          const problem = new AttachError({ message: `lost the event stream of the agent server at ${server.url}: ${rootCause(error)}` })
-          return Deferred.fail(connected, problem).pipe(Effect.zipRight(Deferred.fail(gone, problem)))
-        }),
+        Effect.catchAll((error) =>
+          Effect.gen(function*() {
+            yield* Effect.logDebug("event stream ended", error)
+            const problem = new AttachError({
+              message: (yield* Deferred.isDone(connected))
+                ? `lost the connection to the agent server at ${server.url} (session ${sessionID}; -s ${sessionID} continues it)`
+                : `cannot follow the events of the agent server at ${server.url}: ${error.message}`
+            })
+            yield* Deferred.fail(connected, problem)
+            yield* Deferred.fail(gone, problem)
+          })
+        ),
         Effect.forkScoped
       )
       yield* Deferred.await(connected)
@@ -215,10 +220,16 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
           }
         }).pipe(Effect.mapError(failure))
       }
-      const done = yield* Deferred.await(finished).pipe(
+      const ending = yield* Deferred.await(finished).pipe(
         Effect.raceFirst(lost ? Deferred.await(lost) : Effect.never),
-        Effect.ensuring(Effect.sync(() => waiters.delete(messageID)))
+        Effect.ensuring(Effect.sync(() => waiters.delete(messageID))),
+        Effect.either
       )
+      // Lost on the way: the run's end is unknown here, reported like a failed run (with a result event).
+      if (ending._tag === "Left" && ending.left._tag === "AttachError") {
+        return { reason: "error" as const, error: { name: "AttachError", data: { message: ending.left.message } }, usage: { cost: 0, tokens: 0, steps: 0 }, answer: "" }
+      }
+      const done = yield* ending
       if (done.reason === "error" && done.error && USAGE_ERRORS.has(done.error.name)) {
         return yield* new UsageError({ message: done.error.data.message })
       }
@@ -280,6 +291,6 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
         Effect.asVoid,
         Effect.catchAll(warn(`could not abort the run on the server (session ${sessionID})`))
       ),
-    totals: (sessionID) => client.session.get({ path: { id: sessionID }, urlParams: {} }).pipe(Effect.option)
+    totals: (sessionID) => client.session.get({ path: { id: sessionID }, urlParams: {} }).pipe(Effect.timeout("5 seconds"), Effect.option)
   }
 }

@@ -33,18 +33,12 @@ const WireEvent = Schema.parseJson(Schema.Struct({
 }))
 const decodeEvent = Schema.decodeUnknownOption(WireEvent)
 
-/**
- * The server's event stream as decoded events, starting with `server.connected`. With
- * `lastEventId`, the events after it that the server still keeps come first (a reconnect).
- */
-export const events = (options: ClientOptions & { readonly lastEventId?: number }): Stream.Stream<ServerEvent, Error> =>
+/** The server's event stream as decoded events, starting with `server.connected`. */
+export const events = (options: ClientOptions): Stream.Stream<ServerEvent, Error> =>
   Stream.unwrapScoped(
     Effect.gen(function*() {
       const client = HttpClient.filterStatusOk(authorize(options)(yield* HttpClient.HttpClient))
-      const request = HttpClientRequest.get(new URL("/event", options.baseUrl).toString()).pipe(
-        options.lastEventId !== undefined ? HttpClientRequest.setHeader("last-event-id", String(options.lastEventId)) : (request) => request
-      )
-      const response = yield* client.execute(request).pipe(
+      const response = yield* client.get(new URL("/event", options.baseUrl).toString()).pipe(
         Effect.mapError((error) => new Error(`cannot subscribe to ${options.baseUrl}/event: ${error.message}`))
       )
       return response.stream.pipe(
