@@ -51,7 +51,9 @@ const program = Effect.gen(function*() {
       provider: { mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: model.url }, models: { model: {} } } }
     })
   )
-  const child = spawn(process.execPath, [bin, "serve", "--port", "0"], {
+  // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the server.
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean)
+  const child = spawn(process.execPath, [...nodeArgs, bin, "serve", "--port", "0"], {
     cwd: project,
     env: {
       ...process.env,
@@ -135,7 +137,14 @@ const program = Effect.gen(function*() {
     return { wall, perStep, events }
   })
   const peakRss = peakRssOf(child.pid!)
-  child.kill("SIGTERM")
+  // A graceful stop (and, when profiling, time to write the profile) before the finalizer's SIGKILL.
+  yield* Effect.promise(() =>
+    new Promise<void>((resolve) => {
+      child.once("exit", () => resolve())
+      child.kill("SIGTERM")
+      setTimeout(resolve, 10_000).unref()
+    })
+  )
   fs.rmSync(dir, { recursive: true, force: true })
 
   const steps = SESSIONS * STEPS

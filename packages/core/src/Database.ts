@@ -55,10 +55,12 @@ const isCorrupt = (error: unknown): boolean => {
 export const withBusyRetry = (file: string) =>
   <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
     effect.pipe(
-      Effect.retry({
-        while: isBusy,
-        schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
-      }),
+      // The retry schedule is built only when the lock was actually busy.
+      Effect.catchIf(isBusy, () =>
+        Effect.retry(effect, {
+          while: isBusy,
+          schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
+        })),
       Effect.orDieWith((error) =>
         new StorageError(file, isBusy(error) ? "database is locked by another process; gave up after retrying" : describe(error), error)
       )

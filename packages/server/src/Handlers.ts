@@ -31,7 +31,7 @@ import {
 } from "@agent/domain"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Effect, FiberSet, Layer, Schedule, Stream } from "effect"
+import { Chunk, Effect, FiberSet, Layer, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -384,8 +384,13 @@ export const McpHandlers = HttpApiBuilder.group(AgentApi, "mcp", (handlers) =>
   }))
 
 const encoder = new TextEncoder()
-const frame = (event: ServerEvent) =>
-  encoder.encode(`${event.id !== undefined ? `id: ${event.id}\n` : ""}data: ${JSON.stringify(event)}\n\n`)
+const frame = (event: ServerEvent) => `${event.id !== undefined ? `id: ${event.id}\n` : ""}data: ${JSON.stringify(event)}\n\n`
+/** The events that are ready together go out in one socket write, not one write each. */
+const frames = (events: Chunk.Chunk<ServerEvent>): Chunk.Chunk<Uint8Array> => {
+  let text = ""
+  for (const event of events) text += frame(event)
+  return Chunk.of(encoder.encode(text))
+}
 
 export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) =>
   Effect.gen(function*() {
@@ -411,7 +416,7 @@ export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) 
         )
         const body = Stream.make<Array<ServerEvent>>({ type: "server.connected", properties: {} }).pipe(
           Stream.concat(Stream.merge(events, heartbeat, { haltStrategy: "left" })),
-          Stream.map(frame)
+          Stream.mapChunks(frames)
         )
         return HttpServerResponse.stream(body, {
           contentType: "text/event-stream",
