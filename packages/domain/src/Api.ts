@@ -101,6 +101,8 @@ export const PromptBody = Schema.Struct({
   noReply: Schema.optional(Schema.Boolean),
   system: Schema.optional(Schema.String),
   tools: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Boolean })),
+  /** A lower step limit for this run than the agent's own (this runtime's addition). */
+  maxSteps: Schema.optional(Schema.Int.pipe(Schema.positive())),
   parts: Schema.Array(PartInput)
 })
 export type PromptBody = typeof PromptBody.Type

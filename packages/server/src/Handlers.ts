@@ -1,6 +1,7 @@
 import {
   AgentRegistry,
   attachmentMime,
+  Bus,
   MAX_ATTACHMENT_BYTES,
   CommandRegistry,
   ConfigService,
@@ -13,6 +14,7 @@ import {
   QuestionService,
   SessionLoop,
   SessionStore,
+  type RunOutcome,
   VERSION
 } from "@agent/core"
 import {
@@ -117,7 +119,45 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
     // prompt_async runs outlive their request; the server's scope ends them.
     const background = yield* FiberSet.make()
 
+    const bus = yield* Bus
     const session = (id: SessionID) => store.get(id).pipe(Effect.mapError(notFound))
+
+    /**
+     * Tells event-stream clients (`agent run --attach`) how the run of their prompt ended, or
+     * why it never started: a `prompt_async` caller has no other way to learn it.
+     */
+    const announce = <A extends RunOutcome, E extends { readonly _tag: string; readonly message: string }, R>(
+      sessionID: SessionID,
+      messageID: MessageID,
+      run: Effect.Effect<A, E, R>
+    ) =>
+      run.pipe(
+        Effect.tap((outcome) =>
+          bus.publish({
+            type: "prompt.finished",
+            properties: {
+              sessionID,
+              messageID,
+              reason: outcome.reason,
+              ...(outcome.error ? { error: outcome.error } : {}),
+              ...(outcome.message?.info.role === "assistant" ? { assistantID: outcome.message.info.id } : {}),
+              usage: outcome.usage
+            }
+          })
+        ),
+        Effect.tapError((error) =>
+          bus.publish({
+            type: "prompt.finished",
+            properties: {
+              sessionID,
+              messageID,
+              reason: "error",
+              error: { name: error._tag, data: { message: error.message } },
+              usage: { cost: 0, tokens: 0, steps: 0 }
+            }
+          })
+        )
+      )
 
     const prompt = (id: SessionID, body: PromptBody) =>
       Effect.gen(function*() {
@@ -125,7 +165,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         const parts = yield* toPromptParts(body.parts, instance.directory)
         if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
         const messageID = body.messageID ?? (Identifier.ascending("message") as MessageID)
-        const outcome = yield* loop.prompt({
+        const outcome = yield* announce(id, messageID, loop.prompt({
           sessionID: id,
           parts,
           messageID,
@@ -133,8 +173,9 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
           ...(body.model !== undefined ? { model: body.model } : {}),
           ...(body.system !== undefined ? { system: body.system } : {}),
           ...(body.noReply !== undefined ? { noReply: body.noReply } : {}),
-          ...(body.tools !== undefined ? { tools: body.tools } : {})
-        }).pipe(
+          ...(body.tools !== undefined ? { tools: body.tools } : {}),
+          ...(body.maxSteps !== undefined ? { maxSteps: body.maxSteps } : {})
+        })).pipe(
           Effect.catchTags({
             SessionNotFound: (error) => Effect.fail(notFound(error)),
             AgentNotFound: (error) => Effect.fail(badRequest(error)),
@@ -237,14 +278,16 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
       .handle("command", ({ path, payload }) =>
         Effect.gen(function*() {
           yield* session(path.id)
-          const outcome = yield* commands.execute({
+          const messageID = payload.messageID ?? (Identifier.ascending("message") as MessageID)
+          const outcome = yield* announce(path.id, messageID, commands.execute({
             sessionID: path.id,
             command: payload.command,
             arguments: payload.arguments,
+            messageID,
             ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
             ...(payload.model !== undefined ? { model: payload.model } : {}),
-            ...(payload.messageID !== undefined ? { messageID: payload.messageID } : {})
-          }).pipe(
+            ...(payload.maxSteps !== undefined ? { maxSteps: payload.maxSteps } : {})
+          })).pipe(
             Effect.catchTags({
               CommandNotFound: (error) => Effect.fail(notFound(error)),
               SessionNotFound: (error) => Effect.fail(notFound(error)),
