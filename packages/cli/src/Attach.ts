@@ -11,7 +11,7 @@ import {
   type SessionID
 } from "@agent/domain"
 import * as Client from "@agent/server/Client"
-import { HttpClientError } from "@effect/platform"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import { Console, Data, Deferred, Effect, Option, Queue, Schema, Stream } from "effect"
 import { UsageError } from "./ExitCode.js"
 import type { RunInput } from "./RunCommand.js"
