@@ -163,7 +163,9 @@ const measure = (who: "agent" | "opencode", scenario: Scenario, home: string) =>
       OPENCODE_DISABLE_CLAUDE_CODE: "1",
       OPENCODE_DISABLE_EXTERNAL_SKILLS: "1"
     }
-    const command = who === "agent" ? [process.execPath, agentBin] : [opencodeBin]
+    // COMPARE_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles our side.
+    const nodeArgs = (process.env.COMPARE_AGENT_NODE_ARGS ?? "").split(" ").filter(Boolean)
+    const command = who === "agent" ? [process.execPath, ...nodeArgs, agentBin] : [opencodeBin]
     const timeFile = path.join(project, "..", `${path.basename(project)}.time`)
     const args = ["-f", "%e %M", "-o", timeFile, ...command, "run", "--format", "json", "--title", "bench", scenario.prompt]
     const result = yield* Effect.async<{ code: number | null; stderr: string; stdout: string }>((resume) => {

@@ -1,17 +1,7 @@
 import type { McpConfig, McpServerStatus } from "@agent/domain"
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/sse.js"
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import {
-  ErrorCode,
-  McpError,
-  PromptListChangedNotificationSchema,
-  ToolListChangedNotificationSchema
-} from "@modelcontextprotocol/sdk/types.js"
 import type { ContentBlock, JSONRPCMessage, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Queue, Ref, Runtime, Schema, Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -21,6 +11,7 @@ import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
 import { Instance } from "./Instance.js"
 import * as McpOAuth from "./McpOAuth.js"
+import * as McpSdkLoader from "./McpSdkLoader.js"
 import { McpAuthError } from "./McpOAuth.js"
 import type * as Tool from "./Tool.js"
 import { ToolExecutionError } from "./Tool.js"
@@ -221,11 +212,19 @@ class ConnectFailure extends Data.TaggedError("ConnectFailure")<{
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
-const isAuthError = (error: unknown): boolean =>
-  error instanceof UnauthorizedError ||
-  ((error instanceof StreamableHTTPError || error instanceof SseError) && error.code === 401)
+const isAuthError = (error: unknown): boolean => {
+  const sdk = McpSdkLoader.ifLoaded()
+  return sdk !== undefined && (error instanceof sdk.UnauthorizedError ||
+    ((error instanceof sdk.StreamableHTTPError || error instanceof sdk.SseError) && error.code === 401))
+}
 
-const isTimeout = (error: unknown): boolean => error instanceof McpError && error.code === ErrorCode.RequestTimeout
+/** An SDK `McpError` with this code (false before the SDK is loaded: then no SDK call failed). */
+const isMcpError = (error: unknown, code?: "RequestTimeout" | "ConnectionClosed"): boolean => {
+  const sdk = McpSdkLoader.ifLoaded()
+  return sdk !== undefined && error instanceof sdk.McpError && (code === undefined || error.code === sdk.ErrorCode[code])
+}
+
+const isTimeout = (error: unknown): boolean => isMcpError(error, "RequestTimeout")
 
 const statusText = (status: McpServerStatus | undefined) =>
   status === undefined ? "unknown" : status.error ? `${status.status}: ${status.error}` : status.status
@@ -330,9 +329,9 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
                 detail = `The call to ${tool} was aborted.`
               } else if (isTimeout(error)) {
                 detail = `The MCP tool ${tool} (server ${entry.name}) did not answer within ${entry.callTimeout} ms (the timeout restarts with every progress report).`
-              } else if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+              } else if (isMcpError(error, "ConnectionClosed")) {
                 detail = `The MCP server ${entry.name} closed the connection during the call to ${tool}: ${connection.describeClose()}.`
-              } else if (connection.remote && !(error instanceof McpError)) {
+              } else if (connection.remote && !isMcpError(error)) {
                 detail = `The MCP server ${entry.name} could not be reached during the call to ${tool}: ${errorText(error)}.`
                 // Drop the connection and reconnect instead of failing every later call the same way.
                 yield* Deferred.succeed(connection.closed, `the server could not be reached: ${errorText(error)}`)
@@ -386,9 +385,10 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
     type Change = "tools" | "prompts"
 
     const makeClient = (changes: Queue.Queue<Change>) => () => {
-      const client = new Client({ name: "agent", version: VERSION }, { capabilities: {} })
-      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => void Queue.unsafeOffer(changes, "tools"))
-      client.setNotificationHandler(PromptListChangedNotificationSchema, async () => void Queue.unsafeOffer(changes, "prompts"))
+      const sdk = McpSdkLoader.sdk()
+      const client = new sdk.Client({ name: "agent", version: VERSION }, { capabilities: {} })
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, async () => void Queue.unsafeOffer(changes, "tools"))
+      client.setNotificationHandler(sdk.PromptListChangedNotificationSchema, async () => void Queue.unsafeOffer(changes, "prompts"))
       // Transport noise (a stray line on stdout, a dropped SSE stream) is not worth failing over.
       client.onerror = () => {}
       return client
@@ -398,6 +398,7 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
     const session = (entry: ServerEntry, spec: LocalSpec | RemoteSpec) =>
       Effect.gen(function*() {
         const changes = yield* Queue.sliding<Change>(8)
+        yield* McpSdkLoader.load
         const opened = spec.type === "local"
           ? yield* connectLocal(spec, entry.timeout, makeClient(changes))
           : yield* connectRemote(entry.name, spec, entry.timeout, makeClient(changes), options.credentials)
@@ -854,7 +855,7 @@ const request = <A>(entry: ServerEntry, run: (signal: AbortSignal) => Promise<A>
   Effect.tryPromise({ try: run, catch: (error) => error }).pipe(
     Effect.timeoutFail({
       duration: Duration.millis(entry.timeout + 1_000),
-      onTimeout: () => new McpError(ErrorCode.RequestTimeout, `no answer within ${entry.timeout} ms`)
+      onTimeout: () => new (McpSdkLoader.sdk().McpError)(McpSdkLoader.sdk().ErrorCode.RequestTimeout, `no answer within ${entry.timeout} ms`)
     })
   )
 
@@ -894,7 +895,7 @@ const handshake = (client: Client, transport: Transport, timeout: number) =>
   Effect.tryPromise({ try: (signal) => client.connect(transport, { signal, timeout }), catch: (error) => error }).pipe(
     Effect.timeoutFail({
       duration: Duration.millis(timeout),
-      onTimeout: () => new McpError(ErrorCode.RequestTimeout, "connect timed out")
+      onTimeout: () => new (McpSdkLoader.sdk().McpError)(McpSdkLoader.sdk().ErrorCode.RequestTimeout, "connect timed out")
     })
   )
 
@@ -921,7 +922,7 @@ const connectLocal = (spec: LocalSpec, timeout: number, makeClient: () => Client
           : `cannot start ${spec.command}: ${transport.spawnError.message}`
         : isTimeout(error)
         ? `the server did not answer initialize within ${timeout} ms`
-        : error instanceof McpError && error.code === ErrorCode.ConnectionClosed
+        : isMcpError(error, "ConnectionClosed")
         ? `the server stopped during initialize: ${transport.describeExit()}`
         : `initialize failed: ${errorText(error)}`
       return yield* new ConnectFailure({ reason, auth: false })
@@ -986,7 +987,7 @@ const connectRemote = (
       ...(authProvider ? { authProvider } : {})
     }
 
-    const streamable = new StreamableHTTPClientTransport(url, transportOptions)
+    const streamable = new (McpSdkLoader.sdk().StreamableHTTPClientTransport)(url, transportOptions)
     const first = makeClient()
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => streamable.terminateSession().catch(() => undefined)).pipe(
@@ -1004,7 +1005,7 @@ const connectRemote = (
       return yield* new ConnectFailure({ reason: describe(viaStreamable.left), auth: false })
     }
 
-    const sse = new SSEClientTransport(url, transportOptions)
+    const sse = new (McpSdkLoader.sdk().SSEClientTransport)(url, transportOptions)
     const second = makeClient()
     yield* Effect.addFinalizer(() => closeClient(second))
     const viaSse = yield* Effect.either(handshake(second, sse, timeout))
@@ -1039,7 +1040,7 @@ class ChildProcessTransport implements Transport {
 
   spawnError: Error | undefined
   private child: ChildProcess | undefined
-  private readonly buffer = new ReadBuffer()
+  private readonly buffer = new (McpSdkLoader.sdk().ReadBuffer)()
   private stderrTail = ""
   private exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined
   private finished = false
@@ -1113,7 +1114,7 @@ class ChildProcessTransport implements Transport {
     return new Promise((resolve, reject) => {
       const stdin = this.child?.stdin
       if (!stdin || this.finished) return reject(new Error("Not connected"))
-      if (stdin.write(serializeMessage(message))) resolve()
+      if (stdin.write(McpSdkLoader.sdk().serializeMessage(message))) resolve()
       else stdin.once("drain", resolve)
     })
   }

@@ -1,11 +1,12 @@
 import type { McpOAuthConfig } from "@agent/domain"
-import { auth, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js"
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js"
 import type {
   OAuthClientInformationMixed,
   OAuthClientMetadata,
   OAuthTokens
 } from "@modelcontextprotocol/sdk/shared/auth.js"
 import { Deferred, Duration, Effect, Either, Exit, Schema } from "effect"
+import * as McpSdkLoader from "./McpSdkLoader.js"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as http from "node:http"
@@ -339,6 +340,7 @@ export const refreshIfExpired = (provider: McpOAuthProvider, serverUrl: string, 
   Effect.gen(function*() {
     const entry = provider.storedEntry()
     if (!isExpired(entry) || entry?.tokens?.refresh_token === undefined) return
+    const { auth } = yield* McpSdkLoader.load
     yield* Effect.tryPromise(() => auth(provider, { serverUrl })).pipe(Effect.timeout(Duration.millis(timeout)), Effect.ignore)
   })
 
@@ -459,6 +461,7 @@ export const authorize = (options: FlowOptions): Effect.Effect<void, McpAuthErro
         callback,
         flow: { state, onRedirect: (url) => void (redirect = url) }
       })
+      const { auth } = yield* McpSdkLoader.load
       const first = yield* Effect.tryPromise({ try: () => auth(provider, { serverUrl }), catch: fail })
       if (first === "AUTHORIZED") return
       if (redirect === undefined) return yield* fail(new Error("the SDK did not produce an authorization URL"))

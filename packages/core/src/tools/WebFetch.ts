@@ -1,5 +1,4 @@
 import { Effect, Schema } from "effect"
-import TurndownService from "turndown"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
 
@@ -44,16 +43,24 @@ const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detai
 // ---------------------------------------------------------------------------------------------
 // HTML conversion
 
-const turndown = new TurndownService({
-  headingStyle: "atx",
-  hr: "---",
-  bulletListMarker: "-",
-  codeBlockStyle: "fenced",
-  emDelimiter: "*"
-})
-turndown.remove(["script", "style", "noscript", "iframe", "object", "embed", "meta", "link", "template"])
+// The converter (and the DOM implementation under it) is loaded by the first markdown fetch,
+// not by every start of the runtime.
+let converter: Promise<{ turndown: (html: string) => string }> | undefined
+const loadConverter = () =>
+  (converter ??= import("turndown").then(({ default: TurndownService }) => {
+    const service = new TurndownService({
+      headingStyle: "atx",
+      hr: "---",
+      bulletListMarker: "-",
+      codeBlockStyle: "fenced",
+      emDelimiter: "*"
+    })
+    service.remove(["script", "style", "noscript", "iframe", "object", "embed", "meta", "link", "template"])
+    return service
+  }))
 
-export const htmlToMarkdown = (html: string): string => turndown.turndown(html).trim()
+export const htmlToMarkdown = (html: string): Effect.Effect<string> =>
+  Effect.promise(() => loadConverter().then((service) => service.turndown(html).trim()))
 
 const ENTITIES: Readonly<Record<string, string>> = {
   amp: "&",
@@ -236,7 +243,7 @@ export const make: Effect.Effect<Tool.AnyTool> = Effect.sync(() =>
         const output = format === "html" || !isHtml
           ? text
           : format === "markdown"
-          ? htmlToMarkdown(text)
+          ? yield* htmlToMarkdown(text)
           : htmlToText(text)
         return { title, output, metadata: { contentType, bytes: body.byteLength } }
       })
