@@ -10,6 +10,7 @@ import { Instance } from "./Instance.js"
 import { INVALID_TOOL } from "./LLMService.js"
 import * as Git from "./snapshot/Git.js"
 import * as Tree from "./snapshot/Tree.js"
+import * as Watch from "./snapshot/Watch.js"
 import type * as Tool from "./Tool.js"
 import { isAlive } from "./Pid.js"
 
@@ -43,6 +44,8 @@ const FLUSH_BATCH = 200
 const FLUSH_BYTES = 32 * 1024 * 1024
 /** Git's timestamps here have one-second resolution: wait past it before refreshing the stat cache. */
 const RACY_SETTLE = Duration.millis(1500)
+/** How long a step waits for the project's watches to catch up before it scans everything instead. */
+const BARRIER_TIMEOUT_MS = 2000
 /** Loose objects written before they are packed. */
 const PACK_EVERY = 4000
 const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
@@ -329,6 +332,9 @@ function make() {
       Effect.gen(function*() {
         if (disabled) return
         disabled = reason
+        watching = false
+        watch?.close()
+        watch = undefined
         yield* Effect.logWarning(`snapshots disabled for ${root}: ${reason}`)
         yield* bus.publish({ type: "snapshot.disabled", properties: { directory: root, reason } })
       })
@@ -676,8 +682,8 @@ function make() {
         return delta
       })
 
-    /** Brings `current` up to date with the whole project. False when tracking had to stop. */
-    const scan = Effect.gen(function*() {
+    /** Brings `current` up to date with the whole project (every file stated). False when tracking had to stop. */
+    const fullScan = Effect.gen(function*() {
       const listed = yield* listChanged
       if (listed === "over") {
         yield* refuse(tooMany(maxFiles + 1))
@@ -697,6 +703,158 @@ function make() {
         return false
       }
       return true
+    })
+
+    // --- watched scans -----------------------------------------------------------------------
+
+    /**
+     * With the project's directories watched (Linux), a scan looks at the paths that changed since
+     * the last one, and the whole project is stated only when the watches cannot vouch for that
+     * (see snapshot/Watch.ts). `watching` is false where watching is off, or had to stop.
+     */
+    let watching = config.snapshot_store?.watch !== false && Watch.supported()
+    let watch: Watch.ProjectWatch | undefined
+
+    const stopWatching = (reason: string) =>
+      Effect.suspend(() => {
+        watching = false
+        watch?.close()
+        watch = undefined
+        return Effect.logDebug(`snapshots of ${root} scan the whole project after each step: ${reason}`)
+      })
+
+    /** Which of these paths git ignores (the project's ignore files and our defaults). */
+    const ignoredAmong = (files: ReadonlyArray<string>) =>
+      files.length === 0
+        ? Effect.succeed(new Set<string>())
+        : git(["check-ignore", "-z", "--stdin", "--no-index"], { input: files.join("\0") + "\0" }).pipe(
+          Effect.map((output) => new Set(Git.splitZ(output))),
+          // exit code 1: none of them is ignored
+          Effect.catchIf((error) => error.code === 1, () => Effect.succeed(new Set<string>()))
+        )
+
+    /**
+     * Watches `dirs` and the directories below them that git does not ignore (not nested
+     * repositories), level by level; the files found there go to `found`. False when a watch
+     * could not be added.
+     */
+    const watchTrees = (active: Watch.ProjectWatch, dirs: ReadonlyArray<string>, found?: Set<string>) =>
+      Effect.gen(function*() {
+        let level = dirs.filter((dir) => !isGitPath(dir))
+        while (level.length > 0) {
+          const ignored = yield* ignoredAmong(level.filter((dir) => dir !== ""))
+          const next: Array<string> = []
+          for (const dir of level) {
+            if (ignored.has(dir)) continue
+            // Watched before it is read: whatever changes after the listing is reported.
+            if (!active.add(dir)) return false
+            let entries: Array<fs.Dirent>
+            try {
+              entries = fs.readdirSync(dir === "" ? root : path.join(root, dir), { withFileTypes: true })
+            } catch {
+              continue
+            }
+            if (dir !== "" && entries.some((entry) => entry.name.toLowerCase() === ".git")) {
+              active.removeUnder(dir) // a nested repository: not ours
+              continue
+            }
+            for (const entry of entries) {
+              const child = dir === "" ? entry.name : `${dir}/${entry.name}`
+              if (entry.isDirectory()) {
+                if (entry.name.toLowerCase() !== ".git") next.push(child)
+              } else if (found && (entry.isFile() || entry.isSymbolicLink())) found.add(child)
+            }
+          }
+          level = next
+        }
+        return true
+      })
+
+    /** Sets up the watches over the whole project (before a full scan, which then sees everything). */
+    const syncWatches = Effect.gen(function*() {
+      if (!watching) return
+      watch ??= new Watch.ProjectWatch(root, path.join(gitDir, `watch-${process.pid}`), Watch.defaultLimits())
+      watch.reset()
+      const ok = yield* watchTrees(watch, [""]).pipe(Effect.orElseSucceed(() => false))
+      if (!ok) yield* stopWatching(`more than ${watch.size} directories to watch, or the system refused a watch`)
+    })
+
+    /** Waits until the watches have seen every change made so far; what they saw, or undefined. */
+    const settleWatches = Effect.suspend(() => {
+      const active = watch
+      if (!watching || !active) return Effect.succeed(undefined)
+      return Effect.promise(() => active.barrier(BARRIER_TIMEOUT_MS)).pipe(
+        Effect.map((delivered) => {
+          const taken = active.take()
+          return delivered ? taken : { ...taken, full: "the watches did not answer in time" }
+        })
+      )
+    })
+
+    /** Brings `current` up to date from what the watches saw. Undefined when a full scan is needed. */
+    const watchedScan = (active: Watch.ProjectWatch, taken: Watch.Taken) =>
+      Effect.gen(function*() {
+        if (taken.full !== undefined || taken.dirty.size > BULK_THRESHOLD) return undefined
+        const candidates = new Set<string>()
+        for (const file of taken.dirty) if (!isGitPath(file)) candidates.add(file)
+        // Directories that appeared, went or were replaced: their old files are looked at, the new
+        // ones are watched and read.
+        const fresh: Array<string> = []
+        for (const dir of [...taken.renamed].sort()) {
+          if (isGitPath(dir)) continue
+          let stat: fs.Stats | undefined
+          try {
+            stat = fs.lstatSync(path.join(root, dir))
+          } catch {
+            stat = undefined
+          }
+          const isDir = stat?.isDirectory() === true
+          if (!isDir && !active.has(dir)) continue
+          if (isDir && active.same(dir, stat!)) continue
+          active.removeUnder(dir)
+          const before = Tree.find(current, dir)
+          if (before?.type === "dir") for (const [file] of Tree.files(before, dir)) candidates.add(file)
+          if (isDir && !fresh.some((parent) => dir.startsWith(`${parent}/`))) fresh.push(dir)
+        }
+        if (fresh.length > 0 && !(yield* watchTrees(active, fresh, candidates))) return undefined
+        // Files new to us count only when git does not ignore them.
+        const newFiles = [...candidates].filter((file) => {
+          if (Tree.lookup(current, file)) return false
+          try {
+            const stat = fs.lstatSync(path.join(root, file))
+            return stat.isFile() || stat.isSymbolicLink()
+          } catch {
+            return false
+          }
+        })
+        for (const file of yield* ignoredAmong(newFiles)) candidates.delete(file)
+        yield* commit(refresh(candidates))
+        if (current.count > maxFiles) {
+          yield* refuse(tooMany(current.count))
+          return false
+        }
+        return true
+      })
+
+    /** Brings `current` up to date with the project. False when tracking had to stop. */
+    const scan = Effect.gen(function*() {
+      const active = watch
+      if (active) {
+        const taken = yield* settleWatches
+        if (taken) {
+          const done = yield* watchedScan(active, taken).pipe(
+            Effect.catchAll((error) => Effect.as(Effect.logDebug(`watched snapshot scan failed, scanning everything: ${error.message}`), undefined))
+          )
+          if (process.env.SNAPDBG) console.error("watched", done, taken.full, taken.dirty.size)
+          if (done !== undefined) return done
+        }
+      }
+      const t0 = performance.now()
+      yield* syncWatches
+      const t1 = performance.now()
+      const r = yield* fullScan
+      if (process.env.SNAPDBG) console.error(`sync ${(t1 - t0).toFixed(1)} ms, full scan ${(performance.now() - t1).toFixed(1)} ms, watches ${watch?.size}`)
+      return r
     })
 
     const guarded = <A>(label: string, effect: Effect.Effect<A | undefined, Git.GitFailure | SnapshotUnavailable>) =>
@@ -1018,7 +1176,10 @@ function make() {
       Effect.catchAll((error) => Effect.logWarning(`snapshot objects not written: ${error.message}`))
     )
     yield* Effect.addFinalizer(() =>
-      Effect.zipRight(Effect.sync(() => (closing = true)), Effect.zipRight(flushAllObjects, flushIndex)).pipe(
+      Effect.zipRight(Effect.sync(() => {
+        closing = true
+        watch?.close()
+      }), Effect.zipRight(flushAllObjects, flushIndex)).pipe(
         Effect.zipRight(Effect.sync(() => {
           if (fs.existsSync(ownIndex)) fs.renameSync(ownIndex, path.join(gitDir, "index"))
         })),
