@@ -22,7 +22,11 @@ import { isAlive } from "./Pid.js"
  * kept to what changed:
  * - a step whose tools cannot change files costs nothing, one whose tools name the files they
  *   change (edit, write, apply_patch) hashes those files, and only other steps (bash, MCP,
- *   custom tools, subagents) scan the project, with `git ls-files` over a stat cache;
+ *   custom tools, subagents) scan the project: on Linux the project's directories are watched
+ *   and such a scan looks at the paths that changed (snapshot/Watch.ts); where the watches
+ *   cannot vouch for that (the first scan, a changed `.gitignore`, a burst of changes, other
+ *   systems, `snapshot_store.watch: false`) every file is stated with `git ls-files` over a stat
+ *   cache;
  * - trees are built in memory and shared between snapshots, objects are stored once by content;
  * - `.gitignore` is honoured, files over `snapshot_store.max_file_size` are left out, and a home
  *   directory or a tree over `snapshot_store.max_files` is refused (the run goes on without
@@ -845,16 +849,11 @@ function make() {
           const done = yield* watchedScan(active, taken).pipe(
             Effect.catchAll((error) => Effect.as(Effect.logDebug(`watched snapshot scan failed, scanning everything: ${error.message}`), undefined))
           )
-          if (process.env.SNAPDBG) console.error("watched", done, taken.full, taken.dirty.size)
           if (done !== undefined) return done
         }
       }
-      const t0 = performance.now()
       yield* syncWatches
-      const t1 = performance.now()
-      const r = yield* fullScan
-      if (process.env.SNAPDBG) console.error(`sync ${(t1 - t0).toFixed(1)} ms, full scan ${(performance.now() - t1).toFixed(1)} ms, watches ${watch?.size}`)
-      return r
+      return yield* fullScan
     })
 
     const guarded = <A>(label: string, effect: Effect.Effect<A | undefined, Git.GitFailure | SnapshotUnavailable>) =>
@@ -1093,6 +1092,9 @@ function make() {
         for (const id of inFlight.keys()) live.add(id)
         const others: Array<Array<readonly [string, Tree.FileEntry]>> = []
         for (const name of fs.readdirSync(gitDir)) {
+          // The barrier directory of a process that is gone (see snapshot/Watch.ts).
+          const watchDir = /^watch-(\d+)$/.exec(name)
+          if (watchDir && !isAlive(Number(watchDir[1]))) fs.rmSync(path.join(gitDir, name), { recursive: true, force: true })
           const match = /^index(?:-(\d+))?$/.exec(name)
           if (!match || path.join(gitDir, name) === ownIndex) continue
           const pid = match[1] ? Number(match[1]) : undefined

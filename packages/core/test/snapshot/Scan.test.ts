@@ -11,7 +11,7 @@ const random = (seed: number) => () => {
   return seed / 0x7fffffff
 }
 
-const NAMES = ["a.txt", "b.txt", "dir/c.txt", "dir/sub/d.txt", "e.sh", "link", "x", "x/y.txt", "ignored.log"]
+const NAMES = ["a.txt", "b.txt", "dir/c.txt", "dir/sub/d.txt", "e.sh", "link", "x", "x/y.txt", "ignored.log", "new/deep/f.txt", "dir/"]
 
 describe("snapshot scans", () => {
   it.scopedLive.each([
@@ -44,11 +44,24 @@ describe("snapshot scans", () => {
       /** One random change to the project; the paths it may have changed go to `touched`. */
       const mutate = (step: number): void => {
         // (an ignored file that a tool names is recorded: see the next test)
-        const names = named ? NAMES.filter((candidate) => !candidate.endsWith(".log")) : NAMES
+        // (moving a directory changes files no tool names: only for steps that scan)
+        const names = named ? NAMES.filter((candidate) => !candidate.endsWith(".log") && candidate !== "dir/") : NAMES
         const name = names[Math.floor(next() * names.length)]!
         touched(name)
         const file = abs(name)
         const roll = next()
+        if (name === "dir/") {
+          // a whole directory moves away, or back
+          if (fs.existsSync(abs("dir"))) {
+            fs.rmSync(abs("moved"), { recursive: true, force: true })
+            fs.renameSync(abs("dir"), abs("moved"))
+          } else if (fs.existsSync(abs("moved"))) fs.renameSync(abs("moved"), abs("dir"))
+          return
+        }
+        if (name === "new/deep/f.txt" && roll < 0.15) {
+          fs.rmSync(abs("new"), { recursive: true, force: true })
+          return
+        }
         if (name === "link") {
           fs.rmSync(file, { force: true })
           if (roll < 0.7) fs.symlinkSync(roll < 0.35 ? "a.txt" : "dir/c.txt", file)
@@ -138,6 +151,16 @@ describe("snapshot scans", () => {
         const third = yield* recorder.begin()
         const scanned = yield* recorder.finish(third, { kind: "unknown" })
         expect(scanned?.patch?.files).toEqual([path.join(project, "b.txt")])
+        // A file that stops being ignored is found by the next scan.
+        fs.writeFileSync(path.join(project, "notes.tmp"), "kept aside\n")
+        fs.writeFileSync(path.join(project, ".gitignore"), ".env\n*.tmp\n")
+        const ignoring = yield* recorder.begin()
+        expect((yield* recorder.finish(ignoring, { kind: "unknown" }))?.patch?.files).toEqual([path.join(project, ".gitignore")])
+        fs.writeFileSync(path.join(project, ".gitignore"), ".env\n")
+        const unignoring = yield* recorder.begin()
+        expect((yield* recorder.finish(unignoring, { kind: "unknown" }))?.patch?.files).toEqual(
+          [path.join(project, ".gitignore"), path.join(project, "notes.tmp")]
+        )
         // An ignored file is left out of scans, but recorded when a tool names it (so it can be undone).
         fs.writeFileSync(path.join(project, ".env"), "SECRET=1\n")
         const fourth = yield* recorder.begin()
