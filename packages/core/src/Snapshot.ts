@@ -1,4 +1,3 @@
-import type { Part, ToolPart } from "@agent/domain"
 import { SqlClient } from "@effect/sql"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Stream } from "effect"
 import * as fs from "node:fs"
@@ -7,11 +6,9 @@ import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
 import { filename as databaseFile, withBusyRetry } from "./Database.js"
 import { Instance } from "./Instance.js"
-import { INVALID_TOOL } from "./LLMService.js"
 import * as Git from "./snapshot/Git.js"
 import * as Tree from "./snapshot/Tree.js"
 import * as Watch from "./snapshot/Watch.js"
-import type * as Tool from "./Tool.js"
 import { isAlive } from "./Pid.js"
 
 /**
@@ -211,46 +208,6 @@ const userExcludes = (worktree: string): string => {
   } catch {
     return ""
   }
-}
-
-/** Files a step's tool calls name, when every call says which files it changes. */
-export const stepTouch = (
-  parts: Iterable<Part>,
-  toolOf: (id: string) => Pick<Tool.Tool, "fileEffects"> | undefined,
-  directory: string
-): StepTouch => {
-  const paths: Array<string> = []
-  for (const part of parts) {
-    if (part.type !== "tool" || part.state.status === "pending") continue
-    const effects = part.tool === INVALID_TOOL ? "none" : toolOf(part.tool)?.fileEffects
-    if (effects === "none") continue
-    if (effects !== "listed") return { kind: "unknown" }
-    const named = namedFiles(part, directory)
-    if (named.length === 0) return { kind: "unknown" }
-    paths.push(...named)
-  }
-  return paths.length === 0 ? { kind: "none" } : { kind: "paths", paths }
-}
-
-const namedFiles = (part: ToolPart, directory: string): Array<string> => {
-  const out: Array<string> = []
-  const add = (value: unknown) => {
-    if (typeof value === "string" && value.length > 0) out.push(path.resolve(directory, value))
-  }
-  add(part.state.input.filePath)
-  const metadata = part.state.status === "pending" ? undefined : part.state.metadata
-  if (metadata) {
-    add(metadata.filepath)
-    if (Array.isArray(metadata.files)) {
-      for (const file of metadata.files as Array<unknown>) {
-        if (typeof file === "object" && file !== null) {
-          add((file as Record<string, unknown>).filepath)
-          add((file as Record<string, unknown>).movedFrom)
-        }
-      }
-    }
-  }
-  return out
 }
 
 type Hashed =
