@@ -6,9 +6,10 @@
  *    tools name their files (edit/write/apply_patch: only those files are hashed), and for steps that ran
  *    something unknown (bash, MCP, custom tools) with the project's directories watched (only the paths that
  *    changed are looked at) and without (`snapshot_store.watch: false`: every file is stated).
- * 2. Loop level: the same session run with snapshots on and off (`snapshot: false`), alternating; the
- *    difference of the medians is what snapshots add to a step as the user sees it. The snapshot calls the
- *    loop makes are timed too (the Snapshot service is wrapped), which is steadier on a busy machine.
+ * 2. Loop level: the same session run with snapshots on (watched, and for bash steps also with
+ *    `snapshot_store.watch: false`) and off (`snapshot: false`), alternating; the difference of the medians
+ *    is what snapshots add to a step as the user sees it. The snapshot calls the loop makes are timed too
+ *    (the Snapshot service is wrapped), which is steadier on a busy machine.
  * 3. Store growth per step against the bytes changed: loose (as written), and packed (the step snapshots'
  *    new objects as `git pack-objects` stores them, which is what a garbage collection leaves).
  *
@@ -27,7 +28,7 @@ import * as path from "node:path"
 
 const FILES = Number(process.env.BENCH_FILES ?? 10_000)
 const STEPS = Number(process.env.BENCH_STEPS ?? 40)
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)
 const PER_STEP = 10
 const DIRS = Math.max(1, Math.round(FILES / 100))
 const TARGET = "[target ≤ 20 ms]"
@@ -186,8 +187,8 @@ const storeLevel = (root: string, project: string, kind: StoreKind) =>
     return result
   })
 
-/** The real Snapshot service, with the time of each step's finish and the next step's begin recorded. */
-const timedSnapshot = (perStep: Array<number>) =>
+/** The real Snapshot service, with the time of each step's finish and the next step's begin recorded (a run's first begin apart). */
+const timedSnapshot = (perStep: Array<number>, firstBegins: Array<number>) =>
   Layer.effect(
     Snapshot,
     Effect.gen(function*() {
@@ -197,6 +198,7 @@ const timedSnapshot = (perStep: Array<number>) =>
         steps: () => {
           const recorder = inner.steps()
           let pending: number | undefined
+          let first = true
           const timed = <A>(effect: Effect.Effect<A>) =>
             Effect.suspend(() => {
               const began = performance.now()
@@ -205,7 +207,9 @@ const timedSnapshot = (perStep: Array<number>) =>
           return {
             begin: () =>
               Effect.map(timed(recorder.begin()), ([value, took]) => {
-                if (pending !== undefined) perStep.push(pending + took)
+                if (first) firstBegins.push(took)
+                else if (pending !== undefined) perStep.push(pending + took)
+                first = false
                 pending = undefined
                 return value
               }),
@@ -221,8 +225,21 @@ const timedSnapshot = (perStep: Array<number>) =>
     })
   ).pipe(Layer.provide(Snapshot.layer))
 
-/** Loop level: a session whose every step rewrites 10 files (with bash, or with 10 write calls), snapshots on or off. */
-const loopLevel = (root: string, project: string, run: number, snapshots: boolean, via: "bash" | "write", snapshotTimes: Array<number>) =>
+type LoopMode = "watched" | "full" | "off"
+
+/** The config of each mode: snapshots with watches, snapshots that state every file after bash, no snapshots. */
+const loopConfig: Record<LoopMode, object> = { watched: {}, full: { snapshot_store: { watch: false } }, off: { snapshot: false } }
+
+/** Loop level: a session whose every step rewrites 10 files (with bash, or with 10 write calls), in one mode. */
+const loopLevel = (
+  root: string,
+  project: string,
+  run: number,
+  mode: LoopMode,
+  via: "bash" | "write",
+  snapshotTimes: Array<number>,
+  firstBegins: Array<number>
+) =>
   Effect.gen(function*() {
     const state = path.join(root, `loop-${run}`)
     const stepTimes: Array<number> = []
@@ -246,7 +263,7 @@ const loopLevel = (root: string, project: string, run: number, snapshots: boolea
     }).pipe(
       Effect.provide(
         // Runs with snapshots share one store, as a user's runs in a project do.
-        layerFor(state, project, model, snapshots ? {} : { snapshot: false }, snapshots ? timedSnapshot(snapshotTimes) : undefined, path.join(root, "data"))
+        layerFor(state, project, model, loopConfig[mode], mode === "off" ? undefined : timedSnapshot(snapshotTimes, firstBegins), path.join(root, "data"))
       ),
       Effect.scoped
     )
@@ -288,28 +305,41 @@ const program = Effect.gen(function*() {
   if (process.env.BENCH_LOOP === "0") return
   for (const via of ["write", "bash"] as const) {
     const { project, root } = makeRepo()
-    // On and off alternate, so that a change in the machine's load hits both.
-    const on: Array<number> = []
-    const off: Array<number> = []
-    const inLoop: Array<number> = []
+    // Steps with write calls never scan: the watches change nothing for them.
+    const modes: Array<LoopMode> = via === "bash" ? ["watched", "full", "off"] : ["watched", "off"]
+    const steps: Record<LoopMode, Array<number>> = { watched: [], full: [], off: [] }
+    const inLoop: Record<LoopMode, Array<number>> = { watched: [], full: [], off: [] }
+    const perRound: Array<string> = []
+    const firstBegins: Record<LoopMode, Array<number>> = { watched: [], full: [], off: [] }
     // A first run makes the project's store (and packs it in the background): not measured.
-    yield* loopLevel(root, project, 0, true, via, [])
+    yield* loopLevel(root, project, 0, "watched", via, [], [])
     yield* Effect.sleep("5 seconds")
     let run = 1
+    // The modes alternate, so that a change in the machine's load hits each of them.
     for (let round = 0; round < ROUNDS; round++) {
-      on.push(...(yield* loopLevel(root, project, run++, true, via, inLoop)))
-      off.push(...(yield* loopLevel(root, project, run++, false, via, inLoop)))
+      const medians: Partial<Record<LoopMode, number>> = {}
+      for (const mode of modes) {
+        const times = yield* loopLevel(root, project, run++, mode, via, inLoop[mode], firstBegins[mode])
+        steps[mode].push(...times)
+        medians[mode] = median(times)
+      }
+      perRound.push(modes.filter((mode) => mode !== "off").map((mode) => `${mode} ${(medians[mode]! - medians.off!).toFixed(1)}`).join(", "))
     }
     fs.rmSync(root, { recursive: true, force: true })
-    const added = median(on) - median(off)
     console.log(
       `loop level, every step rewrites 10 files with ${via === "write" ? "10 write calls" : "one bash command"} ` +
         `(scripted model answers at once; ${ROUNDS} rounds, the store made by an earlier run):`
     )
-    console.log(`  snapshots on:  whole step ${stats(on)}`)
-    console.log(`  snapshots off: whole step ${stats(off)}`)
-    console.log(`  added per step by snapshots (difference of medians): ${added.toFixed(1)} ms   ${TARGET}`)
-    console.log(`  snapshot calls inside the loop (finish + next begin; the run's first begin, a full scan, not counted): ${stats(inLoop)}   ${TARGET}\n`)
+    console.log(`  snapshots off:            whole step ${stats(steps.off)}`)
+    for (const mode of modes) {
+      if (mode === "off") continue
+      const label = mode === "watched" ? "snapshots on, watched:" : "snapshots on, watch off:"
+      console.log(`  ${label.padEnd(25)} whole step ${stats(steps[mode])}`)
+      console.log(`    added per step (difference of medians): ${(median(steps[mode]) - median(steps.off)).toFixed(1)} ms   ${TARGET}`)
+      console.log(`    snapshot calls inside the loop (finish + next begin): ${stats(inLoop[mode])}   ${TARGET}`)
+      console.log(`    a run's first begin (the whole project stated${mode === "watched" ? ", directories watched" : ""}): ${stats(firstBegins[mode])}`)
+    }
+    console.log(`  added per step, round by round (ms): ${perRound.join(" | ")}\n`)
   }
 })
 
