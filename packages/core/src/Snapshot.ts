@@ -257,6 +257,13 @@ function make() {
 
     let disabled: string | undefined = config.snapshot === false ? "snapshots are turned off in the config (snapshot: false)" : undefined
     let checked = false
+    /**
+     * With the project's directories watched (Linux), a scan looks at the paths that changed since
+     * the last one, and the whole project is stated only when the watches cannot vouch for that
+     * (see snapshot/Watch.ts). `watching` is false where watching is off, or had to stop.
+     */
+    let watching = config.snapshot_store?.watch !== false && Watch.supported()
+    let watch: Watch.ProjectWatch | undefined
     let loaded = false
     /** The files as last seen: the latest snapshot of this process. */
     let current: Tree.Dir = Tree.EMPTY
@@ -667,14 +674,6 @@ function make() {
     })
 
     // --- watched scans -----------------------------------------------------------------------
-
-    /**
-     * With the project's directories watched (Linux), a scan looks at the paths that changed since
-     * the last one, and the whole project is stated only when the watches cannot vouch for that
-     * (see snapshot/Watch.ts). `watching` is false where watching is off, or had to stop.
-     */
-    let watching = config.snapshot_store?.watch !== false && Watch.supported()
-    let watch: Watch.ProjectWatch | undefined
 
     const stopWatching = (reason: string) =>
       Effect.suspend(() => {
