@@ -796,10 +796,32 @@ function make() {
         return true
       })
 
+    /**
+     * Sets the watches up (again) and then states every file, in the background, so the step that
+     * asked for a full scan does not wait for it; the next scan waits for the lock and then looks
+     * only at what the watches saw.
+     */
+    let arming = false
+    const armWatches = Effect.suspend(() => {
+      if (!watching || arming || closing) return Effect.void
+      arming = true
+      return lock.withPermits(1)(
+        Effect.suspend(() => (disabled ? Effect.void : syncWatches)).pipe(
+          Effect.zipRight(Effect.suspend(() => (watching && !disabled ? fullScan : Effect.void)))
+        )
+      ).pipe(
+        Effect.tapErrorCause(() => Effect.sync(() => watch?.invalidate("setting up the watches failed"))),
+        Effect.ensuring(Effect.sync(() => (arming = false))),
+        Effect.catchAllCause((cause) => Effect.logWarning("setting up the snapshot watches failed", cause)),
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
+
     /** Brings `current` up to date with the project. False when tracking had to stop. */
     const scan = Effect.gen(function*() {
       const active = watch
-      if (active) {
+      if (active && !arming) {
         const taken = yield* settleWatches
         if (taken) {
           const done = yield* watchedScan(active, taken).pipe(
@@ -808,8 +830,9 @@ function make() {
           if (done !== undefined) return done
         }
       }
-      yield* syncWatches
-      return yield* fullScan
+      const done = yield* fullScan
+      if (done) yield* armWatches
+      return done
     })
 
     const guarded = <A>(label: string, effect: Effect.Effect<A | undefined, Git.GitFailure | SnapshotUnavailable>) =>
