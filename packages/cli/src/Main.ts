@@ -44,7 +44,7 @@ export const main = (argv: ReadonlyArray<string>) =>
       if (ValidationError.isValidationError(error)) return Effect.succeed(ExitCode.usage)
       const tag = (error as { _tag?: string })._tag ?? ""
       const code = USAGE_ERRORS.has(tag) ? ExitCode.usage : ExitCode.runtime
-      return Console.error(`agent: ${(error as Error).message}`).pipe(Effect.as(code))
+      return Console.error(`agent: ${(error as { readonly message: string }).message}`).pipe(Effect.as(code))
     }),
     Effect.catchAllDefect((defect) =>
       Console.error(`agent: ${defect instanceof Error ? defect.message : String(defect)}`).pipe(Effect.as(ExitCode.runtime))

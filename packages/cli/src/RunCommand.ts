@@ -1,6 +1,8 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import type * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { lazy } from "./Lazy.js"
 
 const message = Args.text({ name: "message" }).pipe(Args.repeated)
@@ -27,6 +29,12 @@ export const runConfig = {
     Options.withDescription("run a custom command (config, .agent/command/*.md, MCP prompts, init); the message is its arguments"),
     Options.optional
   ),
+  attach: Options.text("attach").pipe(
+    Options.withDescription(
+      "run on a running `agent serve` at this url (credentials: user:password@ in the url, or AGENT_SERVER_USERNAME / AGENT_SERVER_PASSWORD)"
+    ),
+    Options.optional
+  ),
   interactive: Options.boolean("interactive").pipe(
     Options.withAlias("i"),
     Options.withDescription("after the answer, keep reading prompts from the terminal (same session) until /exit or Ctrl-D")
@@ -35,6 +43,14 @@ export const runConfig = {
 
 export type RunInput = Command.Command.ParseConfig<typeof runConfig>
 
-export const runCommand = Command.make("run", runConfig, (input) => lazy(() => import("./Run.js"), (module) => module.run(input))).pipe(
+/** Either way the run ends in an exit code, or in an error that names its problem (see Main.ts). */
+type RunEffect = Effect.Effect<number, { readonly _tag: string; readonly message: string }>
+
+export const runCommand = Command.make("run", runConfig, (input): RunEffect => {
+  const url = Option.getOrUndefined(input.attach)
+  return url === undefined
+    ? lazy(() => import("./Run.js"), (module) => module.run(input))
+    : lazy(() => import("./Attach.js"), (module) => module.attach(input, url))
+}).pipe(
   Command.withDescription("Run the agent on a message and print the answer (exit codes: see --help of agent)")
 )

@@ -1,7 +1,7 @@
 // Loaded only when `agent serve` runs (see ServeCommand.ts and Lazy.ts).
 import { ConfigService, Instance, makeAppLayer } from "@agent/core"
 import { Server } from "@agent/server"
-import { HttpServer } from "@effect/platform"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { Console, Effect, Layer, Option } from "effect"
 import { shutdown } from "./ExitCode.js"
 import type { ServeInput } from "./ServeCommand.js"

@@ -1,6 +1,6 @@
 import { MockOpenAIServer, TestInstance } from "@agent/testing"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
 /** The built and bundled CLI, as a user runs it (`pnpm test` builds before testing). */
@@ -12,6 +12,36 @@ export interface Result {
   readonly stderr: string
 }
 
+export interface Served {
+  readonly child: ChildProcess
+  readonly url: string
+  readonly stderr: () => string
+  readonly exited: Promise<number | null>
+}
+
+/** `agent serve` as a user starts it; resolves once it printed its address. Killed when the scope ends. */
+export const serve = (box: TestInstance.Sandbox, args: ReadonlyArray<string> = [], env: Record<string, string> = {}) =>
+  Effect.acquireRelease(
+    Effect.async<Served>((resume) => {
+      const child = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], {
+        cwd: box.instance.directory,
+        env: { ...box.instance.env, ...env } as NodeJS.ProcessEnv,
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+      child.stdout!.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString()
+        const match = /listening on (http:\/\/\S+)/.exec(stdout)
+        if (match) resume(Effect.succeed({ child, url: match[1]!, stderr: () => stderr, exited }))
+      })
+      child.on("exit", (code) => resume(Effect.die(new Error(`agent serve exited with ${code}: ${stderr}`))))
+    }),
+    (served) => Effect.sync(() => served.child.kill("SIGKILL"))
+  )
+
 export interface AgentOptions {
   /** Text to pipe in; "open" leaves stdin open and empty; default: closed at once. */
   readonly stdin?: string | "open"
@@ -19,6 +49,8 @@ export interface AgentOptions {
   readonly signalAfter?: (stdout: string) => boolean
   /** Working directory (default: the sandbox's project). */
   readonly cwd?: string
+  /** Extra environment variables. */
+  readonly env?: Record<string, string>
 }
 
 /** Runs the built CLI in the sandbox (its own HOME, XDG dirs and database); killed if the test ends first. */
@@ -26,7 +58,7 @@ export const agent = (box: TestInstance.Sandbox, args: ReadonlyArray<string>, op
   Effect.async<Result>((resume) => {
     const child = spawn(process.execPath, [bin, ...args], {
       cwd: options.cwd ?? box.instance.directory,
-      env: { ...box.instance.env } as NodeJS.ProcessEnv,
+      env: { ...box.instance.env, ...options.env } as NodeJS.ProcessEnv,
       stdio: ["pipe", "pipe", "pipe"]
     })
     let stdout = ""
@@ -80,6 +112,8 @@ export interface Terminal {
   readonly type: (text: string) => Effect.Effect<void>
   /** Everything shown so far, escape sequences removed. */
   readonly screen: () => string
+  /** Everything written to the terminal, escape sequences included. */
+  readonly raw: () => string
   /** The exit code, once the process has ended. */
   readonly exited: Effect.Effect<number | null>
 }
@@ -92,13 +126,13 @@ const shellQuote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
  * Runs the CLI under util-linux `script`, which gives it a real pseudo-terminal for stdin,
  * stdout and stderr, and passes what the test types to it. Killed when the test's scope ends.
  */
-export const terminal = (box: TestInstance.Sandbox, args: ReadonlyArray<string>) =>
+export const terminal = (box: TestInstance.Sandbox, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const command = [process.execPath, bin, ...args].map(shellQuote).join(" ")
       const child = spawn("script", ["-qfec", command, "/dev/null"], {
         cwd: box.instance.directory,
-        env: { ...box.instance.env, TERM: "dumb", SHELL: "/bin/sh" } as NodeJS.ProcessEnv,
+        env: { ...box.instance.env, TERM: "dumb", SHELL: "/bin/sh", ...env } as NodeJS.ProcessEnv,
         stdio: ["pipe", "pipe", "pipe"]
       })
       let raw = ""
@@ -139,6 +173,7 @@ export const terminal = (box: TestInstance.Sandbox, args: ReadonlyArray<string>)
         waitFor,
         type: (text) => Effect.sync(() => void child.stdin.write(text)),
         screen,
+        raw: () => raw,
         exited: Effect.promise(() => exit)
       }
       return { child, terminal }

@@ -78,6 +78,27 @@ describe("agent run in a terminal", () => {
       expect(server.requests).toHaveLength(1)
     }), 60_000)
 
+  it.scopedLive("live progress: a status line while waiting, text as it streams, tool lines with titles", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([
+        [text("Reading the notes."), toolCall("read", { filePath: "notes.txt" })],
+        [text("They say hello"), ScriptedModel.delay(30_000), text(" and goodbye.")]
+      ])
+      const box = yield* project(server.url, {}, { "project/notes.txt": "hello\n" })
+      const user = yield* terminal(box, ["run", "what do the notes say?"], { TERM: "xterm-256color" })
+      yield* user.waitFor(/waiting for the model/)
+      yield* user.waitFor(/Reading the notes\./)
+      yield* user.waitFor(/✓ read\s+notes\.txt/)
+      // The message is not finished (the model is still on it): this text came as it streamed.
+      yield* user.waitFor(/They say hello/)
+      yield* user.type("\x03")
+      yield* user.waitFor(/agent: run aborted/)
+      expect(yield* user.exited).toBe(130)
+      // Colors and line erasing on a terminal that takes them.
+      expect(user.raw()).toContain("\x1b[2K")
+      expect(user.screen()).not.toContain("and goodbye")
+    }), 60_000)
+
   it.scopedLive("--interactive without a terminal is a usage error", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([])

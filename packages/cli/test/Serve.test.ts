@@ -1,42 +1,9 @@
-import { MockOpenAIServer, ScriptedModel, type TestInstance } from "@agent/testing"
+import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
-import { project } from "./AgentProcess.js"
+import { project, serve } from "./AgentProcess.js"
 
-const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
 const { toolCall } = ScriptedModel
-
-interface Served {
-  readonly child: ChildProcess
-  readonly url: string
-  readonly stderr: () => string
-  readonly exited: Promise<number | null>
-}
-
-/** `agent serve` as a user starts it; resolves once it printed its address. */
-const serve = (box: TestInstance.Sandbox, args: ReadonlyArray<string> = [], env: Record<string, string> = {}) =>
-  Effect.acquireRelease(
-    Effect.async<Served>((resume) => {
-      const child = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], {
-        cwd: box.instance.directory,
-        env: { ...box.instance.env, ...env } as NodeJS.ProcessEnv,
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-      child.stdout!.on("data", (chunk: Buffer) => {
-        stdout += chunk.toString()
-        const match = /listening on (http:\/\/\S+)/.exec(stdout)
-        if (match) resume(Effect.succeed({ child, url: match[1]!, stderr: () => stderr, exited }))
-      })
-      child.on("exit", (code) => resume(Effect.die(new Error(`agent serve exited with ${code}: ${stderr}`))))
-    }),
-    (served) => Effect.sync(() => served.child.kill("SIGKILL"))
-  )
 
 describe("agent serve", () => {
   it.scopedLive("SIGTERM during a run: the run is aborted, its tool marked interrupted, exit 0", () =>

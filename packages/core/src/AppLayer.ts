@@ -1,5 +1,5 @@
 import type { ConfigError } from "@agent/domain"
-import type { SqlClient } from "@effect/sql"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { Layer } from "effect"
 import { AgentGenerator } from "./AgentGenerator.js"
 import { AgentRegistry } from "./AgentRegistry.js"

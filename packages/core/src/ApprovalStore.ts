@@ -1,5 +1,5 @@
 import { PermissionRuleset, type ProjectID } from "@agent/domain"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"

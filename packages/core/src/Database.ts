@@ -1,4 +1,5 @@
-import { SqlClient, type SqlError } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, Effect, Layer, Schedule } from "effect"
@@ -55,10 +56,12 @@ const isCorrupt = (error: unknown): boolean => {
 export const withBusyRetry = (file: string) =>
   <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
     effect.pipe(
-      Effect.retry({
-        while: isBusy,
-        schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
-      }),
+      // The retry schedule is built only when the lock was actually busy.
+      Effect.catchIf(isBusy, () =>
+        Effect.retry(effect, {
+          while: isBusy,
+          schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
+        })),
       Effect.orDieWith((error) =>
         new StorageError(file, isBusy(error) ? "database is locked by another process; gave up after retrying" : describe(error), error)
       )

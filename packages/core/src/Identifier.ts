@@ -9,10 +9,19 @@ const TIME_MASK = (1n << 56n) - 1n
 let lastTime = 0
 let counter = 0
 
+// Random bytes are drawn in blocks: one system call per few hundred ids, not one per id.
+const POOL_SIZE = 4096
+let pool = randomBytes(POOL_SIZE)
+let poolOffset = 0
+
 const randomBase62 = (length: number): string => {
-  const bytes = randomBytes(length)
+  if (poolOffset + length > POOL_SIZE) {
+    pool = randomBytes(POOL_SIZE)
+    poolOffset = 0
+  }
   let out = ""
-  for (let i = 0; i < length; i++) out += BASE62[bytes[i]! % 62]
+  for (let i = 0; i < length; i++) out += BASE62[pool[poolOffset + i]! % 62]
+  poolOffset += length
   return out
 }
 

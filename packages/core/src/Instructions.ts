@@ -103,14 +103,14 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
   const readFile = (file: string): Effect.Effect<string | undefined> => Effect.sync(() => readFileSync(file))
   const readFileSync = (file: string): string | undefined => {
     {
-      let stat: fs.Stats
+      let stat: fs.Stats | undefined
       try {
-        stat = fs.statSync(file)
+        // No exception for the usual case, a file that does not exist.
+        stat = fs.statSync(file, { throwIfNoEntry: false })
       } catch {
-        contents.delete(file)
-        return undefined
+        stat = undefined
       }
-      if (!stat.isFile()) {
+      if (!stat?.isFile()) {
         contents.delete(file)
         return undefined
       }
@@ -130,7 +130,7 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
 
   const isFileSync = (file: string): boolean => {
     try {
-      return fs.statSync(file).isFile()
+      return fs.statSync(file, { throwIfNoEntry: false })?.isFile() ?? false
     } catch {
       return false
     }

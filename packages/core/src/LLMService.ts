@@ -1,8 +1,9 @@
 import type { FinishReason, TokenUsage } from "@agent/domain"
-import { APICallError } from "@ai-sdk/provider"
-import { jsonSchema, type ModelMessage, streamText, tool, type ToolSet } from "ai"
+import { APICallError, type LanguageModelV3FunctionTool, type LanguageModelV3Usage } from "@ai-sdk/provider"
+import type { ModelMessage } from "ai"
 import { Context, Effect, Layer, Schema, Stream } from "effect"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
+import { toProviderPrompt } from "./ProviderPrompt.js"
 
 /** A tool as the model sees it. */
 export interface ToolSpec {
@@ -73,7 +74,7 @@ export class LLMService extends Context.Tag("@agent/core/LLMService")<
   LLMService,
   { readonly stream: (request: LLMRequest) => Stream.Stream<LLMEvent, ProviderError> }
 >() {
-  /** `streamText` of the ai SDK, one step per call, no SDK retries (the loop retries). */
+  /** The provider's `doStream`, one step per call, no SDK retries (the loop retries). */
   static readonly layer: Layer.Layer<LLMService> = Layer.succeed(LLMService, {
     stream: (request) => streamStep(request)
   })
@@ -194,18 +195,64 @@ export const classifyError = (info: ModelInfo, error: unknown): ProviderError =>
 
 // --- streaming -------------------------------------------------------------------------------
 
+/** The SDK's wording for calls the model got wrong, which models have seen in training. */
+const unknownToolMessage = (name: string, available: ReadonlyArray<string>) =>
+  `Model tried to call unavailable tool '${name}'. Available tools: ${available.join(", ")}.`
+
+/** Decodes the arguments of a finished tool call; a name that differs only in case is repaired. */
+const parseToolCall = (
+  toolNames: ReadonlySet<string>,
+  call: { readonly toolCallId: string; readonly toolName: string; readonly input: string }
+): Extract<LLMEvent, { type: "tool-call" }> => {
+  const lower = call.toolName.toLowerCase()
+  const toolName = toolNames.has(call.toolName) ? call.toolName : toolNames.has(lower) ? lower : undefined
+  let input: unknown = call.input
+  let parseError: string | undefined
+  if (call.input.trim() === "") input = {}
+  else {
+    try {
+      input = JSON.parse(call.input)
+    } catch (error) {
+      parseError = error instanceof Error ? error.message : String(error)
+    }
+  }
+  if (toolName === undefined) {
+    return { type: "tool-call", toolCallId: call.toolCallId, toolName: call.toolName, input, invalid: unknownToolMessage(call.toolName, [...toolNames]) }
+  }
+  if (parseError !== undefined) {
+    return {
+      type: "tool-call",
+      toolCallId: call.toolCallId,
+      toolName,
+      input,
+      invalid: `Invalid input for tool ${toolName}: JSON parsing failed: Text: ${call.input}.\nError message: ${parseError}`
+    }
+  }
+  return { type: "tool-call", toolCallId: call.toolCallId, toolName, input }
+}
+
+/**
+ * One step straight on the provider's `doStream`. `streamText` validated and converted the
+ * whole history with zod on every call (O(history) per step, most of a long session's CPU);
+ * the prompt is built by `toProviderPrompt`, which reuses converted messages across steps.
+ * No SDK retries: the loop retries.
+ */
 const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError> => {
   const info = request.model.info
+  const model = request.model.language
   const toolNames = new Set(request.tools.map((spec) => spec.id))
-  const tools: ToolSet = {}
-  for (const spec of request.tools) {
-    tools[spec.id] = tool({ description: spec.description, inputSchema: jsonSchema(spec.parameters as never) })
-  }
+  const tools: Array<LanguageModelV3FunctionTool> = request.tools.map((spec) => ({
+    type: "function",
+    name: spec.id,
+    description: spec.description,
+    inputSchema: spec.parameters as LanguageModelV3FunctionTool["inputSchema"]
+  }))
 
   return Stream.unwrapScoped(
     Effect.gen(function*() {
       const controller = new AbortController()
       const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
+      if (request.abortSignal?.aborted) controller.abort(request.abortSignal.reason)
       request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
@@ -213,26 +260,25 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
           controller.abort()
         })
       )
-      const result = streamText({
-        model: request.model.language,
-        system: request.system.join("\n\n"),
-        messages: [...request.messages],
-        tools,
-        maxRetries: 0,
-        abortSignal: controller.signal,
-        ...(request.toolChoice ? { toolChoice: request.toolChoice } : {}),
-        ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-        ...(request.topP !== undefined ? { topP: request.topP } : {}),
-        ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {}),
-        // Errors arrive as `error` parts of the stream; do not let the SDK log them too.
-        onError: () => {},
-        // A name that differs only in case is fixed; anything else arrives as an invalid call.
-        experimental_repairToolCall: async ({ toolCall }) => {
-          const lower = toolCall.toolName.toLowerCase()
-          return lower !== toolCall.toolName && toolNames.has(lower) ? { ...toolCall, toolName: lower } : null
-        }
-      })
-      return Stream.fromAsyncIterable(result.fullStream, (error) => classifyError(info, error)).pipe(
+      const result = yield* Effect.tryPromise({
+        try: async () => {
+          const prompt = await toProviderPrompt(model, request.system.join("\n\n"), request.messages, controller.signal)
+          return model.doStream({
+            prompt,
+            abortSignal: controller.signal,
+            ...(tools.length > 0 ? { tools, toolChoice: { type: request.toolChoice ?? "auto" } } : {}),
+            ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+            ...(request.topP !== undefined ? { topP: request.topP } : {}),
+            ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {})
+          })
+        },
+        catch: (error) => classifyError(info, error)
+      }).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
+        Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error))
+      )
+      let finished = false
+      return Stream.fromReadableStream(() => result.stream, (error) => classifyError(info, error)).pipe(
         Stream.mapEffect((part): Effect.Effect<LLMEvent | undefined, ProviderError> => {
           switch (part.type) {
             case "text-start":
@@ -242,44 +288,50 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
               return Effect.succeed({ type: part.type, id: part.id })
             case "text-delta":
             case "reasoning-delta":
-              return Effect.succeed({ type: part.type, id: part.id, text: part.text })
+              return Effect.succeed({ type: part.type, id: part.id, text: part.delta })
             case "tool-input-start":
+              if (part.providerExecuted) return Effect.succeed(undefined)
               return Effect.succeed({ type: "tool-input-start", id: part.id, toolName: part.toolName })
             case "tool-input-delta":
               return Effect.succeed({ type: "tool-input-delta", id: part.id, delta: part.delta })
-            case "tool-call": {
-              const invalid = "invalid" in part && part.invalid === true
-                ? String((part as { error?: unknown }).error instanceof Error ? (part as { error: Error }).error.message : (part as { error?: unknown }).error)
-                : !toolNames.has(part.toolName)
-                ? `Unknown tool "${part.toolName}". Available tools: ${[...toolNames].join(", ")}`
-                : undefined
-              return Effect.succeed({
-                type: "tool-call",
-                toolCallId: part.toolCallId,
-                toolName: part.toolName,
-                input: part.input,
-                ...(invalid !== undefined ? { invalid } : {})
-              })
-            }
-            case "finish-step": {
-              const usage = toTokenUsage(part.usage)
+            case "tool-call":
+              if (part.providerExecuted) return Effect.succeed(undefined)
+              return Effect.succeed(parseToolCall(toolNames, part))
+            case "finish": {
+              finished = true
+              const usage = toTokenUsage(sdkUsage(part.usage))
               return Effect.succeed({
                 type: "finish-step",
-                finishReason: part.finishReason,
+                finishReason: part.finishReason.unified,
                 usage,
                 cost: costOf(info, usage)
               })
             }
             case "error":
               return Effect.fail(classifyError(info, part.error))
-            case "abort":
-              return Effect.interrupt
             default:
               return Effect.succeed(undefined)
           }
         }),
-        Stream.filter((event): event is LLMEvent => event !== undefined)
+        Stream.filter((event): event is LLMEvent => event !== undefined),
+        // A stream cut off by our own abort ends as an interruption, not as a provider error.
+        Stream.catchAll((error) => controller.signal.aborted && !finished ? Stream.fromEffect(Effect.interrupt) : Stream.fail(error))
       )
     })
   )
 }
+
+/** The provider's usage in the SDK's reporting shape (what `toTokenUsage` reads). */
+const sdkUsage = (usage: LanguageModelV3Usage): SdkUsage => ({
+  inputTokens: usage.inputTokens.total,
+  inputTokenDetails: {
+    noCacheTokens: usage.inputTokens.noCache,
+    cacheReadTokens: usage.inputTokens.cacheRead,
+    cacheWriteTokens: usage.inputTokens.cacheWrite
+  },
+  outputTokens: usage.outputTokens.total,
+  outputTokenDetails: { reasoningTokens: usage.outputTokens.reasoning },
+  totalTokens: usage.inputTokens.total === undefined && usage.outputTokens.total === undefined
+    ? undefined
+    : (usage.inputTokens.total ?? 0) + (usage.outputTokens.total ?? 0)
+})

@@ -1,7 +1,4 @@
 import { type Config, type ModelRef, parseModelRef } from "@agent/domain"
-import { createAnthropic } from "@ai-sdk/anthropic"
-import { createOpenAI } from "@ai-sdk/openai"
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Context, Effect, Layer, Schema } from "effect"
 import { ConfigService } from "./ConfigService.js"
@@ -210,29 +207,37 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
     const env = instance.env
     const languageModels = new Map<string, LanguageModelV3>()
 
-    const build = (ref: ModelRef): LanguageModelV3 | ModelNotConfigured => {
+    // Provider packages are loaded on first use: a run pays only for the provider it talks to.
+    const build = (ref: ModelRef): Effect.Effect<LanguageModelV3, ModelNotConfigured> => {
       const label = `${ref.providerID}/${ref.modelID}`
       const access = accessOf(config, env, ref.providerID)
-      if ("problem" in access) return new ModelNotConfigured({ model: label, detail: access.problem })
+      if ("problem" in access) return Effect.fail(new ModelNotConfigured({ model: label, detail: access.problem }))
       const configured = config.provider?.[ref.providerID]
       const apiKey = access.apiKey?.key
       const baseURL = configured?.options?.baseURL
       const headers = configured?.options?.headers
       const modelID = configured?.models?.[ref.modelID]?.id ?? ref.modelID
       const common = { ...(baseURL ? { baseURL } : {}), ...(headers ? { headers } : {}) }
+      const load = <A>(make: () => Promise<A>) =>
+        Effect.tryPromise({
+          try: make,
+          catch: (error) => new ModelNotConfigured({ model: label, detail: `cannot load ${access.npm}: ${error instanceof Error ? error.message : String(error)}` })
+        })
       switch (access.npm) {
         case "@ai-sdk/anthropic":
-          return createAnthropic({ ...common, apiKey: apiKey! }).languageModel(modelID)
+          return load(async () => (await import("@ai-sdk/anthropic")).createAnthropic({ ...common, apiKey: apiKey! }).languageModel(modelID))
         case "@ai-sdk/openai":
-          return createOpenAI({ ...common, apiKey: apiKey! }).languageModel(modelID)
+          return load(async () => (await import("@ai-sdk/openai")).createOpenAI({ ...common, apiKey: apiKey! }).languageModel(modelID))
         case "@ai-sdk/openai-compatible":
-          return createOpenAICompatible({
-            name: ref.providerID,
-            baseURL: baseURL!,
-            includeUsage: true,
-            ...(apiKey ? { apiKey } : {}),
-            ...(headers ? { headers } : {})
-          }).chatModel(modelID)
+          return load(async () =>
+            (await import("@ai-sdk/openai-compatible")).createOpenAICompatible({
+              name: ref.providerID,
+              baseURL: baseURL!,
+              includeUsage: true,
+              ...(apiKey ? { apiKey } : {}),
+              ...(headers ? { headers } : {})
+            }).chatModel(modelID)
+          )
       }
     }
 
@@ -240,9 +245,7 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
       const key = `${ref.providerID}/${ref.modelID}`
       let language = languageModels.get(key)
       if (!language) {
-        const built = build(ref)
-        if (built instanceof ModelNotConfigured) return yield* built
-        language = built
+        language = yield* build(ref)
         languageModels.set(key, language)
       }
       return { info: infoOf(config, ref), language }

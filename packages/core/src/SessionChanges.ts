@@ -10,7 +10,7 @@ import {
   type SessionNotFound,
   type SessionRevert
 } from "@agent/domain"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { createTwoFilesPatch, diffLines } from "diff"
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as path from "node:path"

@@ -643,6 +643,8 @@ function make() {
 
         /** Subtask parts of the newest user message that no later task call has handled yet. */
         const pendingSubtask = (user: LiveMessage) => {
+          // Most prompts have no subtask: skip the scan of everything after it.
+          if (!user.parts.some((part) => part.type === "subtask")) return undefined
           const index = history.indexOf(user)
           const handled = new Set(
             history.slice(index + 1).flatMap((message) =>
@@ -898,13 +900,21 @@ function make() {
               break
             }
           }
-          const order = summaryIndex < 0
-            ? history.map((_, index) => index)
-            : [summaryIndex - 1, summaryIndex, ...history.slice(0, summaryIndex - 1).map((_, index) => index),
-              ...history.slice(summaryIndex + 1).map((_, index) => summaryIndex + 1 + index)]
+          // Index order: [question, summary, older turns, newer turns], or simply history order.
+          const at = (position: number): number =>
+            summaryIndex < 0
+              ? position
+              : position === 0
+              ? summaryIndex - 1
+              : position === 1
+              ? summaryIndex
+              : position <= summaryIndex
+              ? position - 2
+              : position
           let planBefore = false
           let assistantBefore = false
-          for (const index of order) {
+          for (let position = 0; position < history.length; position++) {
+            const index = at(position)
             const message = history[index]!
             const wrap = stepNumber > 1 && message.info.role === "user" && index > lastFinishedIndex && assistantBefore
             if (message.info.role === "assistant") {

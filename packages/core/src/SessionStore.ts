@@ -17,7 +17,8 @@ import {
   type TokenUsage,
   Message as MessageSchema
 } from "@agent/domain"
-import { SqlClient, type SqlError } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
 import { Context, Effect, Layer, ParseResult, Schedule, Schema } from "effect"
 import * as os from "node:os"
 import { Bus } from "./Bus.js"
@@ -474,33 +475,25 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         for (const session of doomed.reverse()) yield* bus.publish({ type: "session.deleted", properties: { info: session } })
       })
 
-      const addUsage = Effect.fn("SessionStore.addUsage")(function*(id: SessionID, usage: Usage) {
-        const ancestors = yield* write(
-          sql.withTransaction(
-            Effect.gen(function*() {
-              const rows = yield* sql<{ id: string }>`
-                WITH RECURSIVE chain(id) AS (
-                  SELECT ${id} UNION ALL SELECT s.parent_id FROM session s JOIN chain c ON s.id = c.id WHERE s.parent_id IS NOT NULL
-                )
-                SELECT id FROM chain`
-              const ids = rows.map((row) => row.id)
-              yield* sql`UPDATE session SET
-                cost = cost + ${usage.cost},
-                tokens_input = tokens_input + ${usage.tokens.input},
-                tokens_output = tokens_output + ${usage.tokens.output},
-                tokens_reasoning = tokens_reasoning + ${usage.tokens.reasoning},
-                tokens_cache_read = tokens_cache_read + ${usage.tokens.cache.read},
-                tokens_cache_write = tokens_cache_write + ${usage.tokens.cache.write},
-                time_updated = ${Date.now()}
-                WHERE ${sql.in("id", ids)}`
-              return ids
-            })
+      // One statement per step: the session and all its ancestors in one UPDATE, rows returned for the events.
+      const addUsage = Effect.fnUntraced(function*(id: SessionID, usage: Usage) {
+        const rows = yield* write(sql<SessionRow>`
+          WITH RECURSIVE chain(id) AS (
+            SELECT ${id} UNION ALL SELECT s.parent_id FROM session s JOIN chain c ON s.id = c.id WHERE s.parent_id IS NOT NULL
           )
-        )
-        for (const ancestor of ancestors) {
-          const session = yield* findSession(ancestor)
-          if (session) yield* bus.publish({ type: "session.updated", properties: { info: session } })
-        }
+          UPDATE session SET
+            cost = cost + ${usage.cost},
+            tokens_input = tokens_input + ${usage.tokens.input},
+            tokens_output = tokens_output + ${usage.tokens.output},
+            tokens_reasoning = tokens_reasoning + ${usage.tokens.reasoning},
+            tokens_cache_read = tokens_cache_read + ${usage.tokens.cache.read},
+            tokens_cache_write = tokens_cache_write + ${usage.tokens.cache.write},
+            time_updated = ${Date.now()}
+          WHERE id IN (SELECT id FROM chain)
+          RETURNING *`)
+        // Nearest first: a child is newer than its parent, and session ids sort newest first.
+        const sessions = rows.map(rowToSession).sort((a, b) => (a.id < b.id ? -1 : 1))
+        for (const session of sessions) yield* bus.publish({ type: "session.updated", properties: { info: session } })
       })
 
       // --- messages and parts --------------------------------------------------------------
@@ -541,7 +534,8 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
       /** Overlay text that is still buffered, so readers see what subscribers saw. */
       const current = (part: Part): Part => openParts.get(part.id)?.part ?? part
 
-      const upsertPart = Effect.fn("SessionStore.upsertPart")(function*(part: Part) {
+      // Several times per step: untraced (a span costs more than the write it would describe).
+      const upsertPart = Effect.fnUntraced(function*(part: Part) {
         if (isOpenStreamingPart(part)) openParts.set(part.id, { part, dirty: false })
         else openParts.delete(part.id)
         yield* write(writePart(part))
@@ -572,7 +566,7 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         yield* bus.publish({ type: "message.part.removed", properties: { sessionID, messageID, partID } })
       })
 
-      const upsertMessage = Effect.fn("SessionStore.upsertMessage")(function*(message: Message) {
+      const upsertMessage = Effect.fnUntraced(function*(message: Message) {
         yield* write(
           sql`INSERT INTO message (id, session_id, role, time_created, data)
               VALUES (${message.id}, ${message.sessionID}, ${message.role}, ${message.time.created}, ${JSON.stringify(message)})

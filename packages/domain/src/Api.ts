@@ -3,7 +3,10 @@
  * CLI's `--attach` client (which derives a typed client from it). Paths, bodies and
  * response shapes follow OpenCode's server, so `@opencode-ai/sdk` works against it.
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import { Agent, ModelRef } from "./Agent.js"
 import { CommandInfo, CommandInput } from "./Command.js"
@@ -98,6 +101,8 @@ export const PromptBody = Schema.Struct({
   noReply: Schema.optional(Schema.Boolean),
   system: Schema.optional(Schema.String),
   tools: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Boolean })),
+  /** A lower step limit for this run than the agent's own (this runtime's addition). */
+  maxSteps: Schema.optional(Schema.Int.pipe(Schema.positive())),
   parts: Schema.Array(PartInput)
 })
 export type PromptBody = typeof PromptBody.Type

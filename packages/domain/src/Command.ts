@@ -34,7 +34,9 @@ export const CommandInput = Schema.Struct({
   agent: Schema.optional(Schema.String),
   /** `provider/model` for this message. */
   model: Schema.optional(Schema.String),
-  messageID: Schema.optional(MessageID)
+  messageID: Schema.optional(MessageID),
+  /** A lower step limit for this run than the agent's own (this runtime's addition). */
+  maxSteps: Schema.optional(Schema.Int.pipe(Schema.positive()))
 })
 export type CommandInput = typeof CommandInput.Type
 

@@ -103,6 +103,26 @@ export const CommandExecuted = event("command.executed", {
   messageID: MessageID
 })
 
+/** Why a run ended: done, rejected by the user, failed, aborted, or stopped by a limit. */
+export const RunStopReason = Schema.Literal("completed", "rejected", "error", "aborted", "steps", "duration", "stall", "budget")
+export type RunStopReason = typeof RunStopReason.Type
+
+/**
+ * A prompt (or command) sent over the HTTP API has finished its run, or could not start it
+ * (`error.name` then says why: `AgentNotFound`, `ModelNotConfigured`, ...). This runtime's
+ * addition: `agent run --attach` sends `prompt_async` and ends on this event.
+ */
+export const PromptFinished = event("prompt.finished", {
+  sessionID: SessionID,
+  /** The user message the prompt added. */
+  messageID: MessageID,
+  reason: RunStopReason,
+  error: Schema.optional(MessageError),
+  /** The last assistant message of the run, when the model was called. */
+  assistantID: Schema.optional(MessageID),
+  usage: Schema.Struct({ cost: Schema.Number, tokens: Schema.Number, steps: Schema.Number })
+})
+
 /** Every event the bus carries, as `{type, properties}` (OpenCode's wire shape). */
 export const BusEvent = Schema.Union(
   SessionCreated,
@@ -128,7 +148,8 @@ export const BusEvent = Schema.Union(
   McpStatusChanged,
   FileEdited,
   SnapshotDisabled,
-  CommandExecuted
+  CommandExecuted,
+  PromptFinished
 )
 export type BusEvent = typeof BusEvent.Type
 export type BusEventType = BusEvent["type"]

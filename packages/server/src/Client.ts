@@ -1,5 +1,8 @@
 import { AgentApi } from "@agent/domain"
-import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Effect, Schema, Stream } from "effect"
 import type { ServerEvent } from "./EventHub.js"
 

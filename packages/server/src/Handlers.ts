@@ -1,6 +1,7 @@
 import {
   AgentRegistry,
   attachmentMime,
+  Bus,
   MAX_ATTACHMENT_BYTES,
   CommandRegistry,
   ConfigService,
@@ -13,6 +14,7 @@ import {
   QuestionService,
   SessionLoop,
   SessionStore,
+  type RunOutcome,
   VERSION
 } from "@agent/core"
 import {
@@ -27,9 +29,11 @@ import {
   type Session,
   type SessionID
 } from "@agent/domain"
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Effect, FiberSet, Layer, Schedule, Stream } from "effect"
+import { Chunk, Effect, FiberSet, Layer, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -115,7 +119,45 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
     // prompt_async runs outlive their request; the server's scope ends them.
     const background = yield* FiberSet.make()
 
+    const bus = yield* Bus
     const session = (id: SessionID) => store.get(id).pipe(Effect.mapError(notFound))
+
+    /**
+     * Tells event-stream clients (`agent run --attach`) how the run of their prompt ended, or
+     * why it never started: a `prompt_async` caller has no other way to learn it.
+     */
+    const announce = <A extends RunOutcome, E extends { readonly _tag: string; readonly message: string }, R>(
+      sessionID: SessionID,
+      messageID: MessageID,
+      run: Effect.Effect<A, E, R>
+    ) =>
+      run.pipe(
+        Effect.tap((outcome) =>
+          bus.publish({
+            type: "prompt.finished",
+            properties: {
+              sessionID,
+              messageID,
+              reason: outcome.reason,
+              ...(outcome.error ? { error: outcome.error } : {}),
+              ...(outcome.message?.info.role === "assistant" ? { assistantID: outcome.message.info.id } : {}),
+              usage: outcome.usage
+            }
+          })
+        ),
+        Effect.tapError((error) =>
+          bus.publish({
+            type: "prompt.finished",
+            properties: {
+              sessionID,
+              messageID,
+              reason: "error",
+              error: { name: error._tag, data: { message: error.message } },
+              usage: { cost: 0, tokens: 0, steps: 0 }
+            }
+          })
+        )
+      )
 
     const prompt = (id: SessionID, body: PromptBody) =>
       Effect.gen(function*() {
@@ -123,7 +165,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         const parts = yield* toPromptParts(body.parts, instance.directory)
         if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
         const messageID = body.messageID ?? (Identifier.ascending("message") as MessageID)
-        const outcome = yield* loop.prompt({
+        const outcome = yield* announce(id, messageID, loop.prompt({
           sessionID: id,
           parts,
           messageID,
@@ -131,8 +173,9 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
           ...(body.model !== undefined ? { model: body.model } : {}),
           ...(body.system !== undefined ? { system: body.system } : {}),
           ...(body.noReply !== undefined ? { noReply: body.noReply } : {}),
-          ...(body.tools !== undefined ? { tools: body.tools } : {})
-        }).pipe(
+          ...(body.tools !== undefined ? { tools: body.tools } : {}),
+          ...(body.maxSteps !== undefined ? { maxSteps: body.maxSteps } : {})
+        })).pipe(
           Effect.catchTags({
             SessionNotFound: (error) => Effect.fail(notFound(error)),
             AgentNotFound: (error) => Effect.fail(badRequest(error)),
@@ -235,14 +278,16 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
       .handle("command", ({ path, payload }) =>
         Effect.gen(function*() {
           yield* session(path.id)
-          const outcome = yield* commands.execute({
+          const messageID = payload.messageID ?? (Identifier.ascending("message") as MessageID)
+          const outcome = yield* announce(path.id, messageID, commands.execute({
             sessionID: path.id,
             command: payload.command,
             arguments: payload.arguments,
+            messageID,
             ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
             ...(payload.model !== undefined ? { model: payload.model } : {}),
-            ...(payload.messageID !== undefined ? { messageID: payload.messageID } : {})
-          }).pipe(
+            ...(payload.maxSteps !== undefined ? { maxSteps: payload.maxSteps } : {})
+          })).pipe(
             Effect.catchTags({
               CommandNotFound: (error) => Effect.fail(notFound(error)),
               SessionNotFound: (error) => Effect.fail(notFound(error)),
@@ -341,8 +386,13 @@ export const McpHandlers = HttpApiBuilder.group(AgentApi, "mcp", (handlers) =>
   }))
 
 const encoder = new TextEncoder()
-const frame = (event: ServerEvent) =>
-  encoder.encode(`${event.id !== undefined ? `id: ${event.id}\n` : ""}data: ${JSON.stringify(event)}\n\n`)
+const frame = (event: ServerEvent) => `${event.id !== undefined ? `id: ${event.id}\n` : ""}data: ${JSON.stringify(event)}\n\n`
+/** The events that are ready together go out in one socket write, not one write each. */
+const frames = (events: Chunk.Chunk<ServerEvent>): Chunk.Chunk<Uint8Array> => {
+  let text = ""
+  for (const event of events) text += frame(event)
+  return Chunk.of(encoder.encode(text))
+}
 
 export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) =>
   Effect.gen(function*() {
@@ -368,7 +418,7 @@ export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) 
         )
         const body = Stream.make<Array<ServerEvent>>({ type: "server.connected", properties: {} }).pipe(
           Stream.concat(Stream.merge(events, heartbeat, { haltStrategy: "left" })),
-          Stream.map(frame)
+          Stream.mapChunks(frames)
         )
         return HttpServerResponse.stream(body, {
           contentType: "text/event-stream",

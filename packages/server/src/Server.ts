@@ -1,15 +1,13 @@
 import type { AppServices } from "@agent/core"
 import { AgentApi } from "@agent/domain"
-import {
-  HttpApiBuilder,
-  HttpApp,
-  HttpIncomingMessage,
-  HttpMiddleware,
-  HttpServer,
-  type HttpServerError,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Cause, Effect, Layer, Option } from "effect"
 type ServeError = HttpServerError.ServeError

@@ -78,14 +78,14 @@ describe("several processes on one database", () => {
       }).pipe(Effect.provide(openStore(box, file)))
     }), 120_000)
 
-  it.scopedLive("a writer killed with SIGKILL 20 times leaves a sound database and no running tool calls", () =>
+  it.scopedLive("a writer killed with SIGKILL 10 times leaves a sound database and no running tool calls", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox()
       const file = box.path("crash/agent.db")
       const committed = new Set<string>()
       const completed = new Set<string>()
       const runningAtKill = new Set<string>()
-      for (let round = 0; round < 20; round++) {
+      for (let round = 0; round < 10; round++) {
         const child = start(file, "crash")
         yield* Effect.promise(() => waitFor(child, (lines) => lines.some((line) => line.startsWith("running"))))
         yield* Effect.sleep(`${Math.floor(Math.random() * 150)} millis`)

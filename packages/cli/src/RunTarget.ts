@@ -1,0 +1,304 @@
+// `agent run` from the flags to the exit code, against a runtime in this process (Run.ts) or a
+// running `agent serve` (Attach.ts): both print the same output and earn the same exit codes.
+import { attachmentMime, MAX_ATTACHMENT_BYTES } from "@agent/core/Attachment"
+import {
+  type BusEvent,
+  type MessageError,
+  type ModelRef,
+  parseModelRef,
+  type Part,
+  type PermissionRequest,
+  type QuestionRequest,
+  type RunStopReason,
+  type SessionID,
+  type TokenUsage
+} from "@agent/domain"
+import { Console, Effect, Option, type Scope, Stream } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { ExitCode, UsageError } from "./ExitCode.js"
+import * as LiveProgress from "./LiveProgress.js"
+import type { RunInput } from "./RunCommand.js"
+import { answerOnTerminal, askOnTerminal, describeRequest, type PermissionAnswer, readPrompt, readStdin } from "./RunTerminal.js"
+
+/** A part of the user's message: the text, and the `-f` files. */
+export type PromptPart =
+  | { readonly type: "text"; readonly text: string; readonly synthetic?: boolean }
+  | { readonly type: "file"; readonly mime: string; readonly url: string; readonly filename: string }
+
+/** One prompt (or the `--command`, the message being its arguments) to run to its end. */
+export interface TurnRequest {
+  readonly sessionID: SessionID
+  readonly parts: ReadonlyArray<PromptPart>
+  readonly command?: { readonly name: string; readonly arguments: string }
+  readonly agent?: string
+  /** As typed: `provider/model` (already checked). */
+  readonly model?: string
+  readonly autoApprove: boolean
+  /** Whether the model may ask the user questions: only when someone is at a terminal. */
+  readonly questions: boolean
+  readonly maxSteps?: number
+}
+
+export interface TurnOutcome {
+  readonly reason: RunStopReason
+  readonly error?: MessageError
+  readonly usage: { readonly cost: number; readonly tokens: number; readonly steps: number }
+  /** The final answer: the text of the run's last assistant message. */
+  readonly answer: string
+}
+
+/** Where the run happens: the operations `agent run` needs, whatever carries them out. */
+export interface RunTarget<E> {
+  /** Where relative `-f` paths are read from. */
+  readonly directory: string
+  /** Whether the runtime answers asks itself under `--auto-approve` (else the run replies "once"). */
+  readonly approvesItself: boolean
+  readonly findSession: (id: string) => Effect.Effect<SessionID, E | UsageError>
+  /** The most recent top-level session. */
+  readonly latestSession: Effect.Effect<SessionID | undefined, E>
+  readonly createSession: (title: string | undefined) => Effect.Effect<SessionID, E>
+  readonly forkSession: (id: SessionID) => Effect.Effect<SessionID, E>
+  /** The events of the session's runs (its subagents' included), live once this returns. */
+  readonly subscribe: (sessionID: SessionID) => Effect.Effect<Stream.Stream<BusEvent, E>, E, Scope.Scope>
+  readonly replyPermission: (request: PermissionRequest, answer: PermissionAnswer) => Effect.Effect<void>
+  /** The user's answers, or `undefined` to dismiss the questions. */
+  readonly replyQuestion: (request: QuestionRequest, answers: ReadonlyArray<ReadonlyArray<string>> | undefined) => Effect.Effect<void>
+  readonly turn: (request: TurnRequest) => Effect.Effect<TurnOutcome, E | UsageError>
+  /** Stops the session's run: tools are cancelled, their parts marked interrupted. */
+  readonly abort: (sessionID: SessionID) => Effect.Effect<void>
+  /** The session's token and cost totals, for the result event. */
+  readonly totals: (sessionID: SessionID) => Effect.Effect<Option.Option<{ readonly tokens?: TokenUsage | undefined; readonly cost?: number | undefined }>>
+}
+
+/** Exit code for each way a run can end. */
+export const exitCodeOf = (reason: RunStopReason): number => {
+  switch (reason) {
+    case "completed":
+      return ExitCode.ok
+    case "rejected":
+      return ExitCode.permission
+    case "steps":
+    case "duration":
+    case "stall":
+    case "budget":
+      return ExitCode.limit
+    case "aborted":
+      return ExitCode.interrupted
+    case "error":
+      return ExitCode.runtime
+  }
+}
+
+/** The answer: the text parts of a message, as the user reads them. */
+export const answerOf = (parts: ReadonlyArray<Part>) =>
+  parts.flatMap((part) => (part.type === "text" && !part.synthetic ? [part.text] : [])).join("\n").trim()
+
+/** `-f` files: images and PDFs as attachments, anything else inlined as text. */
+const fileParts = (files: ReadonlyArray<string>, directory: string) =>
+  Effect.forEach(files, (file) =>
+    Effect.gen(function*() {
+      const absolute = path.resolve(directory, file)
+      const stat = yield* Effect.try(() => fs.statSync(absolute)).pipe(
+        Effect.mapError(() => new UsageError({ message: `file not found: ${file}` }))
+      )
+      if (!stat.isFile()) return yield* new UsageError({ message: `not a file: ${file}` })
+      if (stat.size > MAX_ATTACHMENT_BYTES) return yield* new UsageError({ message: `file too large (over 10 MB): ${file}` })
+      const mime = attachmentMime(absolute)
+      if (mime) {
+        const data = fs.readFileSync(absolute).toString("base64")
+        return { type: "file", mime, url: `data:${mime};base64,${data}`, filename: path.basename(absolute) } satisfies PromptPart
+      }
+      const content = fs.readFileSync(absolute, "utf8")
+      return { type: "text", text: `<file path="${absolute}">\n${content}\n</file>`, synthetic: true } satisfies PromptPart
+    }))
+
+/** OpenCode's `run --format json` event shapes, one object per line. */
+const jsonEvent = (sessionID: SessionID, event: BusEvent): object | undefined => {
+  const base = { timestamp: Date.now(), sessionID }
+  if (event.type === "session.error" && event.properties.sessionID === sessionID) {
+    return { type: "error", ...base, error: event.properties.error }
+  }
+  if (event.type !== "message.part.updated") return undefined
+  const part: Part = event.properties.part
+  if (part.sessionID !== sessionID) return undefined
+  switch (part.type) {
+    case "step-start":
+      return { type: "step_start", ...base, part }
+    case "step-finish":
+      return { type: "step_finish", ...base, part }
+    case "text":
+      return part.time?.end !== undefined && !part.synthetic ? { type: "text", ...base, part } : undefined
+    case "reasoning":
+      return part.time?.end !== undefined ? { type: "reasoning", ...base, part } : undefined
+    case "tool":
+      return part.state.status === "completed" || part.state.status === "error" ? { type: "tool_use", ...base, part } : undefined
+    default:
+      return undefined
+  }
+}
+
+/** A line on stderr for a terminal watching a run whose output is piped: which tool ran, with its title. */
+const progressLine = (sessionID: SessionID, event: BusEvent): string | undefined => {
+  if (event.type !== "message.part.updated") return undefined
+  const part = event.properties.part
+  if (part.sessionID !== sessionID || part.type !== "tool") return undefined
+  if (part.state.status === "completed") return `  ${part.tool.padEnd(10)} ${part.state.title}`
+  if (part.state.status === "error") return `  ${part.tool.padEnd(10)} failed: ${part.state.error.split("\n")[0]}`
+  return undefined
+}
+
+const EXIT_COMMANDS = new Set(["/exit", "/quit"])
+
+/** Whether someone can answer questions: stdin and stderr are a terminal. */
+export const atTerminal = () => process.stdin.isTTY === true && process.stderr.isTTY === true
+
+/** Runs the flags' prompt (and, with `-i`, the ones typed after it) on the target; the exit code. */
+export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
+  Effect.gen(function*() {
+    const terminal = atTerminal()
+    const json = input.format === "json"
+    const live = !json && process.stdout.isTTY === true
+
+    const wantsStdin = input.message.includes("-")
+    const piped = yield* readStdin(wantsStdin)
+    const words = input.message.filter((word) => word !== "-")
+    const text = [words.join(" "), piped.trim()].filter((chunk) => chunk.length > 0).join("\n\n")
+    const files = yield* fileParts(input.file, target.directory)
+    if (!text && files.length === 0 && !input.interactive && Option.isNone(input.command)) {
+      return yield* new UsageError({ message: "nothing to do: give a message, pipe one in, or attach a file" })
+    }
+    if (input.fork && !input.continue && Option.isNone(input.session)) {
+      return yield* new UsageError({ message: "--fork needs --continue or --session" })
+    }
+    const model: ModelRef | undefined = Option.isSome(input.model) ? parseModelRef(input.model.value) : undefined
+    if (Option.isSome(input.model) && !model) return yield* new UsageError({ message: `--model must be provider/model, got "${input.model.value}"` })
+
+    let sessionID: SessionID
+    if (Option.isSome(input.session)) {
+      sessionID = yield* target.findSession(input.session.value)
+    } else if (input.continue) {
+      const latest = yield* target.latestSession
+      if (!latest) return yield* new UsageError({ message: "no session to continue in this project" })
+      sessionID = latest
+    } else {
+      const title = Option.getOrUndefined(input.title)
+      sessionID = yield* target.createSession(title !== undefined ? title || text.slice(0, 50) : undefined)
+    }
+    if (input.fork) sessionID = yield* target.forkSession(sessionID)
+
+    const view = live
+      ? LiveProgress.make({
+        sessionID,
+        write: (chunk) => void process.stdout.write(chunk),
+        ansi: LiveProgress.ansiAllowed(),
+        // A terminal that does not say its width (0) is taken as 80 columns.
+        columns: () => process.stdout.columns || 80
+      })
+      : undefined
+    /** Gives the terminal to a question (or a line on stderr), and back. */
+    const asking = <A>(question: Effect.Effect<A>) =>
+      view ? Effect.sync(view.pause).pipe(Effect.zipRight(question), Effect.ensuring(Effect.sync(view.resume))) : question
+
+    // Every event of the run, from before the prompt, so nothing is missed.
+    const events = yield* target.subscribe(sessionID)
+    yield* events.pipe(
+      Stream.runForEach((event) =>
+        Effect.gen(function*() {
+          if (json) {
+            const line = jsonEvent(sessionID, event)
+            if (line) yield* Console.log(JSON.stringify(line))
+          } else if (view) {
+            view.event(event)
+          } else if (terminal) {
+            const line = progressLine(sessionID, event)
+            if (line) yield* Console.error(line)
+          }
+          if (event.type === "question.asked") {
+            // Without a terminal the model is not offered the question tool; a command may still ask.
+            const answers = terminal ? yield* asking(answerOnTerminal(event.properties)) : undefined
+            yield* target.replyQuestion(event.properties, answers)
+          }
+          if (event.type === "permission.asked") {
+            const request = event.properties
+            if (input.autoApprove) {
+              if (!target.approvesItself) yield* target.replyPermission(request, { reply: "once" })
+            } else if (terminal) {
+              yield* target.replyPermission(request, yield* asking(askOnTerminal(request)))
+            } else {
+              // No one can answer: reject, and say so where a script's author will look.
+              yield* asking(
+                Console.error(`agent: permission asked for ${describeRequest(request)}; rejected (no terminal to ask; pass --auto-approve to allow)`)
+              )
+              yield* target.replyPermission(request, { reply: "reject" })
+            }
+          }
+        })
+      ),
+      Effect.catchAllCause((cause) => Effect.logError("event printer stopped", cause)),
+      Effect.forkScoped
+    )
+
+    const printResult = (outcome: TurnOutcome, code: number) =>
+      Effect.gen(function*() {
+        if (json) {
+          const totals = yield* target.totals(sessionID)
+          yield* Console.log(JSON.stringify({
+            type: "result",
+            timestamp: Date.now(),
+            sessionID,
+            status: outcome.reason,
+            exitCode: code,
+            reason: outcome.error?.data.message ?? outcome.reason,
+            text: outcome.answer,
+            steps: outcome.usage.steps,
+            tokens: Option.match(totals, { onNone: () => undefined, onSome: (info) => info.tokens }),
+            cost: Option.match(totals, { onNone: () => outcome.usage.cost, onSome: (info) => info.cost ?? 0 })
+          }))
+        } else {
+          // The live view has shown the answer as it streamed.
+          if (outcome.answer && !view?.shown(outcome.answer)) yield* Console.log(outcome.answer)
+          if (outcome.reason !== "completed") {
+            yield* Console.error(`agent: run ${outcome.reason}${outcome.error ? `: ${outcome.error.data.message}` : ""}`)
+          }
+        }
+      })
+
+    /** One prompt (or, first, the `--command` with the message as its arguments), run to its end; the exit code it earns. */
+    const turn = (parts: ReadonlyArray<PromptPart>, command?: { readonly name: string; readonly arguments: string }) =>
+      Effect.gen(function*() {
+        if (view) view.start()
+        const outcome = yield* target.turn({
+          sessionID,
+          parts,
+          ...(command ? { command } : {}),
+          ...(Option.isSome(input.agent) ? { agent: input.agent.value } : {}),
+          ...(Option.isSome(input.model) ? { model: input.model.value } : {}),
+          autoApprove: input.autoApprove,
+          questions: terminal,
+          ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {})
+        }).pipe(
+          Effect.ensuring(Effect.sync(() => view?.stop())),
+          // Ctrl-C: stop the run cleanly (tools killed, parts marked), report, exit 130.
+          Effect.onInterrupt(() =>
+            target.abort(sessionID).pipe(
+              Effect.zipRight(printResult({ reason: "aborted", usage: { cost: 0, tokens: 0, steps: 0 }, answer: "" }, ExitCode.interrupted))
+            )
+          )
+        )
+        const code = exitCodeOf(outcome.reason)
+        yield* printResult(outcome, code)
+        return code
+      })
+
+    let code: number = ExitCode.ok
+    if (Option.isSome(input.command)) code = yield* turn(files, { name: input.command.value, arguments: text })
+    else if (text || files.length > 0) code = yield* turn([...(text ? [{ type: "text" as const, text }] : []), ...files])
+    if (!input.interactive) return code
+    // The conversation goes on in the same session until /exit or the end of input.
+    for (;;) {
+      const line = yield* readPrompt
+      if (line === undefined || EXIT_COMMANDS.has(line.trim())) return code
+      if (line.trim()) code = yield* turn([{ type: "text", text: line.trim() }])
+    }
+  }).pipe(Effect.scoped)

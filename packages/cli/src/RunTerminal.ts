@@ -1,0 +1,120 @@
+// What `agent run` reads from the user: piped stdin, and answers typed at the terminal.
+// Shared by the local run (Run.ts) and `--attach` (Attach.ts); loads nothing of the runtime.
+import type { PermissionRequest, QuestionRequest } from "@agent/domain"
+import { Effect } from "effect"
+import * as readline from "node:readline"
+
+/**
+ * Piped input, read only when there is some: a pipe that delivers nothing within a moment
+ * (an open, empty stdin) is left alone, so the run never hangs waiting for it. `-` waits.
+ */
+export const readStdin = (wait: boolean): Effect.Effect<string> =>
+  Effect.async<string>((resume) => {
+    const stdin = process.stdin
+    if (stdin.isTTY && !wait) return resume(Effect.succeed(""))
+    let text = ""
+    let started = false
+    const done = () => {
+      clearTimeout(timer)
+      stdin.removeAllListeners("data")
+      stdin.removeAllListeners("end")
+      stdin.pause()
+      resume(Effect.succeed(text))
+    }
+    const timer = wait ? undefined : setTimeout(() => (started ? undefined : done()), 50)
+    stdin.setEncoding("utf8")
+    stdin.on("data", (chunk: string) => {
+      started = true
+      text += chunk
+    })
+    stdin.on("end", done)
+    stdin.on("error", done)
+    stdin.resume()
+  })
+
+export const describeRequest = (request: PermissionRequest) =>
+  `${request.permission} ${request.patterns.map((pattern) => JSON.stringify(pattern)).join(", ")}`
+
+/**
+ * A line reader on the terminal. Readline takes Ctrl-C for itself; it is passed on as
+ * SIGINT so that it still aborts the run (exit 130) while a question is open.
+ */
+const openTerminal = () => {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr })
+  rl.on("SIGINT", () => {
+    rl.close()
+    process.kill(process.pid, "SIGINT")
+  })
+  return rl
+}
+
+export type PermissionAnswer = { readonly reply: "once" | "always" | "reject"; readonly message?: string }
+
+const parsePermissionAnswer = (answer: string): PermissionAnswer["reply"] | "message" | undefined => {
+  const choice = answer.trim().toLowerCase()
+  if (choice === "o" || choice === "once" || choice === "y" || choice === "yes") return "once"
+  if (choice === "a" || choice === "always") return "always"
+  if (choice === "r" || choice === "reject" || choice === "n" || choice === "no") return "reject"
+  if (choice === "m" || choice === "message") return "message"
+  return undefined
+}
+
+/** Asks the user on the terminal: once, always, reject, or reject with a message for the agent. */
+export const askOnTerminal = (request: PermissionRequest) =>
+  Effect.async<PermissionAnswer>((resume) => {
+    const rl = openTerminal()
+    const diff = typeof request.metadata.diff === "string" ? `${request.metadata.diff}\n` : ""
+    const ask = (prefix: string) =>
+      rl.question(`${prefix}Allow ${describeRequest(request)}? [o]nce, [a]lways, [r]eject, [m]essage: `, (answer) => {
+        const choice = parsePermissionAnswer(answer)
+        if (choice === undefined) return ask("Please answer o, a, r or m. ")
+        if (choice === "message") {
+          return rl.question("Tell the agent what to do instead: ", (text) => {
+            rl.close()
+            resume(Effect.succeed({ reply: "reject", message: text }))
+          })
+        }
+        rl.close()
+        resume(Effect.succeed({ reply: choice }))
+      })
+    ask(diff)
+    return Effect.sync(() => rl.close())
+  })
+
+/** Asks the model's questions on the terminal: an option number (comma-separated when several) or free text. */
+export const answerOnTerminal = (request: QuestionRequest) =>
+  Effect.async<ReadonlyArray<ReadonlyArray<string>>>((resume) => {
+    const rl = openTerminal()
+    const answers: Array<Array<string>> = []
+    const next = (index: number) => {
+      const question = request.questions[index]
+      if (!question) {
+        rl.close()
+        return resume(Effect.succeed(answers))
+      }
+      const options = question.options.map((option, n) => `  ${n + 1}. ${option.label}${option.description ? ` - ${option.description}` : ""}`)
+      rl.question(`${question.question}\n${options.join("\n")}\n> `, (answer) => {
+        const picks = answer.split(",").map((part) => Number(part.trim())).filter((n) => Number.isInteger(n) && n >= 1 && n <= question.options.length)
+        answers.push(picks.length > 0 ? picks.map((n) => question.options[n - 1]!.label) : [answer.trim()])
+        next(index + 1)
+      })
+    }
+    next(0)
+    return Effect.sync(() => rl.close())
+  })
+
+/** The next prompt typed at the terminal; `undefined` at end of input (Ctrl-D). */
+export const readPrompt = Effect.async<string | undefined>((resume) => {
+  const rl = openTerminal()
+  let done = false
+  rl.question("> ", (line) => {
+    done = true
+    rl.close()
+    resume(Effect.succeed(line))
+  })
+  rl.on("close", () => {
+    if (!done) resume(Effect.succeed(undefined))
+    done = true
+  })
+  return Effect.sync(() => rl.close())
+})
