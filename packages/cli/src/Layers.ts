@@ -6,7 +6,9 @@ import { Bus } from "@agent/core/Bus"
 import { ConfigService } from "@agent/core/ConfigService"
 import { Instance } from "@agent/core/Instance"
 import { PermissionPolicy } from "@agent/core/PermissionPolicy"
+import { SessionChanges } from "@agent/core/SessionChanges"
 import { SessionStore } from "@agent/core/SessionStore"
+import { Snapshot } from "@agent/core/Snapshot"
 import { Layer } from "effect"
 
 /**
@@ -17,6 +19,14 @@ import { Layer } from "effect"
 
 /** The session store over the database. */
 export const storage = SessionStore.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(Database.layer, Bus.layer)),
+  Layer.provideMerge(Instance.layer)
+)
+
+/** The session store and what sessions changed in the project's files (read from the snapshot store). */
+export const changes = SessionChanges.layer.pipe(
+  Layer.provideMerge(Snapshot.layer),
+  Layer.provideMerge(Layer.mergeAll(SessionStore.layer, ConfigService.layer)),
   Layer.provideMerge(Layer.mergeAll(Database.layer, Bus.layer)),
   Layer.provideMerge(Instance.layer)
 )

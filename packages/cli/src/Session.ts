@@ -1,4 +1,5 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
+import { type FileChange, SessionChanges } from "@agent/core/SessionChanges"
 import { SessionStore } from "@agent/core/SessionStore"
 import {
   type MessageWithParts,
@@ -112,12 +113,33 @@ const messageText = (message: MessageWithParts): string => {
   return [header, ...body].join("\n")
 }
 
-export const show = (input: { readonly id: string; readonly format: Format }) =>
+const STATUS: Record<FileChange["status"], string> = { added: "A", deleted: "D", modified: "M" }
+
+/** The files a session changed, one line each: status, line counts, path. */
+const changeLines = (changes: ReadonlyArray<FileChange>, withChildren: boolean): Array<string> => {
+  if (changes.length === 0) return ["changes   none"]
+  const additions = changes.reduce((sum, change) => sum + change.additions, 0)
+  const deletions = changes.reduce((sum, change) => sum + change.deletions, 0)
+  const plus = changes.map((change) => (change.binary ? "binary" : `+${change.additions}`))
+  const minus = changes.map((change) => (change.binary ? "" : `-${change.deletions}`))
+  const plusWidth = Math.max(...plus.map((text) => text.length))
+  const minusWidth = Math.max(...minus.map((text) => text.length))
+  return [
+    `changes   ${changes.length} file${changes.length === 1 ? "" : "s"}, +${additions} -${deletions}` +
+    (withChildren ? "   (subagent sessions included)" : ""),
+    ...changes.map((change, index) =>
+      `          ${STATUS[change.status]}  ${plus[index]!.padStart(plusWidth)} ${minus[index]!.padStart(minusWidth)}  ${change.file}`
+    )
+  ]
+}
+
+export const show = (input: { readonly id: string; readonly diff: boolean; readonly format: Format }) =>
   Effect.gen(function*() {
     const store = yield* SessionStore
     const info = yield* store.get(input.id as SessionID)
     const messages = yield* store.messages(info.id)
     const children = yield* store.children(info.id)
+    const changes = yield* (yield* SessionChanges).changes(info.id, { patches: input.diff })
     const { agent, model } = agentAndModel(info, messages)
     if (input.format === "json") {
       return yield* Console.log(JSON.stringify(
@@ -126,6 +148,7 @@ export const show = (input: { readonly id: string; readonly format: Format }) =>
           agent,
           model,
           children: children.map((child) => encodeSession(child)),
+          changes,
           messages: encodeMessages(messages)
         },
         null,
@@ -145,11 +168,20 @@ export const show = (input: { readonly id: string; readonly format: Format }) =>
           `${count(tokens.cache.read)} cache read, ${count(tokens.cache.write)} cache write`
         : "tokens    -",
       `cost      $${(info.cost ?? 0).toFixed(4)}${children.length > 0 ? "   (tokens and cost include subagent sessions)" : ""}`,
-      ...children.map((child, index) => `${index === 0 ? "subagents" : "         "} ${child.id}  ${child.title}`)
+      ...children.map((child, index) => `${index === 0 ? "subagents" : "         "} ${child.id}  ${child.title}`),
+      ...changeLines(changes, children.length > 0),
+      ...(info.revert
+        ? [`reverted  from ${info.revert.messageID}${info.revert.partID ? ` (part ${info.revert.partID})` : ""} on; \`agent session unrevert ${info.id}\` puts it back`]
+        : [])
     ]
     yield* Console.log(lines.join("\n"))
     for (const message of messages) yield* Console.log(`\n${messageText(message)}`)
-  }).pipe(Effect.provide(Layers.storage))
+    if (!input.diff || changes.length === 0) return
+    yield* Console.log("\n── changes")
+    for (const change of changes) {
+      yield* Console.log(change.patch?.trimEnd() ?? `(${change.file}: its content is no longer in the snapshot store)`)
+    }
+  }).pipe(Effect.provide(Layers.changes))
 
 export const exportSession = (input: { readonly id: string; readonly file: Option.Option<string> }) =>
   Effect.gen(function*() {

@@ -17,8 +17,18 @@ const list = Command.make(
   (input) => lazy(load, (module) => module.list(input))
 ).pipe(Command.withDescription("List this project's sessions (not subagent sessions), newest first"))
 
-const show = Command.make("show", { id, format }, (input) => lazy(load, (module) => module.show(input))).pipe(
-  Command.withDescription("Show a session: title, agent, model, tokens and cost (children included) and the conversation")
+const show = Command.make(
+  "show",
+  {
+    id,
+    diff: Options.boolean("diff").pipe(Options.withDescription("also print the unified diff of each file the session changed")),
+    format
+  },
+  (input) => lazy(load, (module) => module.show(input))
+).pipe(
+  Command.withDescription(
+    "Show a session: title, agent, model, tokens and cost, the files it changed (subagent sessions included) and the conversation"
+  )
 )
 
 const exportCommand = Command.make(

@@ -39,6 +39,8 @@ export interface AppLayerOptions<PolicyError = never> {
   readonly providers?: Layer.Layer<ProviderRegistry, never, ConfigService | Instance>
   /** The model streaming service (default: the ai SDK's `streamText`); benchmarks wrap it to time it. */
   readonly llm?: Layer.Layer<LLMService>
+  /** The snapshot store (default: `Snapshot.layer`); benchmarks wrap it to time it. */
+  readonly snapshot?: Layer.Layer<Snapshot, never, Instance | ConfigService | SqlClient.SqlClient | Bus>
   /** Tools offered besides the built-in ones. */
   readonly tools?: ReadonlyArray<AnyTool>
 }
@@ -91,7 +93,7 @@ export const makeAppLayer = <PolicyError = never>(
     SkillRegistry.layer,
     QuestionService.layer,
     Mcp.layer,
-    Snapshot.layer
+    options.snapshot ?? Snapshot.layer
   ).pipe(Layer.provideMerge(configured))
   const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))

@@ -12,7 +12,7 @@ import {
 } from "@agent/domain"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { createTwoFilesPatch, diffLines } from "diff"
-import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as path from "node:path"
 import { Bus } from "./Bus.js"
 import { filename as databaseFile, withBusyRetry } from "./Database.js"
@@ -48,6 +48,21 @@ export interface RevertResult {
   readonly conflicts: ReadonlyArray<string>
 }
 
+/** One file of a session's net change, without its texts. */
+export interface FileChange {
+  /** Relative to the project root, `/`-separated. */
+  readonly file: string
+  readonly status: "added" | "deleted" | "modified"
+  readonly additions: number
+  readonly deletions: number
+  readonly binary?: boolean
+  /**
+   * With `patches`: the unified diff (for a binary file, one line saying so); absent when the
+   * snapshot store no longer holds the content (collected with old snapshots).
+   */
+  readonly patch?: string
+}
+
 export interface SessionChangesShape {
   /** Undoes the files and hides the messages from the given message (or part) on. */
   readonly revert: (input: RevertInput) => Effect.Effect<RevertResult, RevertError | SessionNotFound>
@@ -59,6 +74,11 @@ export interface SessionChangesShape {
   readonly summarize: (sessionID: SessionID) => Effect.Effect<ReadonlyArray<FileDiff>, SessionNotFound>
   /** The kept per-file diffs of the session, with their texts. */
   readonly diff: (sessionID: SessionID) => Effect.Effect<ReadonlyArray<FileDiff>, SessionNotFound>
+  /** The kept per-file changes with their line counts; with `patches`, their unified diffs too. */
+  readonly changes: (
+    sessionID: SessionID,
+    options?: { readonly patches?: boolean }
+  ) => Effect.Effect<ReadonlyArray<FileChange>, SessionNotFound>
   /** The messages to show: those before the revert point while a revert is in effect. */
   readonly visibleMessages: (sessionID: SessionID) => Effect.Effect<ReadonlyArray<MessageWithParts>, SessionNotFound>
 }
@@ -217,12 +237,30 @@ function make() {
         return out
       })
 
+    /** The visible messages of a session and of its subagent sessions, except those a revert hid the run of. */
+    const shownTree = (session: Session): Effect.Effect<Array<ReadonlyArray<MessageWithParts>>> =>
+      Effect.gen(function*() {
+        const messages = yield* store.messages(session.id)
+        const hiddenRuns = new Set<string>()
+        for (const message of messages) {
+          for (const part of message.parts) {
+            if (part.type !== "tool" || part.tool !== "task" || part.state.status === "pending") continue
+            const child = part.state.metadata?.sessionId
+            if (typeof child === "string" && isHidden(session.revert, message.info.id, part.id)) hiddenRuns.add(child)
+          }
+        }
+        const out: Array<ReadonlyArray<MessageWithParts>> = [visible(session.revert, messages)]
+        for (const child of yield* store.children(session.id)) {
+          if (!hiddenRuns.has(child.id)) out.push(...(yield* shownTree(child)))
+        }
+        return out
+      })
+
     const computeChanges = (session: Session) =>
       Effect.gen(function*() {
-        const sessions = [session, ...(yield* descendants(session.id))]
         const patches: Array<{ readonly id: string; readonly from: string; readonly to: string; readonly files: ReadonlyArray<string> }> = []
-        for (const each of sessions) {
-          for (const message of visible(each.revert, yield* store.messages(each.id))) {
+        for (const shown of yield* shownTree(session)) {
+          for (const message of shown) {
             const end = endSnapshot(message.parts)
             if (!end) continue
             for (const part of message.parts) {
@@ -314,11 +352,52 @@ function make() {
       return diffs
     })
 
+    const storedRow = (sessionID: SessionID) =>
+      Effect.map(
+        write(sql<{ data: string }>`SELECT data FROM session_diff WHERE session_id = ${sessionID}`),
+        (rows) => (rows.length === 0 ? undefined : decodeStored(rows[0]!.data))
+      )
+
     const diff = Effect.fn("SessionChanges.diff")(function*(sessionID: SessionID) {
       yield* store.get(sessionID)
-      const rows = yield* write(sql<{ data: string }>`SELECT data FROM session_diff WHERE session_id = ${sessionID}`)
-      if (rows.length === 0) return yield* summarize(sessionID)
-      return yield* materialize(decodeStored(rows[0]!.data))
+      const stored = yield* storedRow(sessionID)
+      if (!stored) return yield* summarize(sessionID)
+      return yield* materialize(stored)
+    })
+
+    const changes = Effect.fn("SessionChanges.changes")(function*(sessionID: SessionID, options: { readonly patches?: boolean } = {}) {
+      const session = yield* store.get(sessionID)
+      // Not kept yet (no run of it changed files): computed, not stored, so reading changes nothing.
+      const stored = (yield* storedRow(sessionID)) ?? (yield* computeChanges(session).pipe(
+        Effect.catchAll((error) => Effect.as(Effect.logWarning(`session diff of ${sessionID} unavailable: ${error.message}`), []))
+      ))
+      const counts = stored.map(({ additions, binary, deletions, file, status }): FileChange => ({
+        file,
+        status,
+        additions,
+        deletions,
+        ...(binary ? { binary } : {})
+      }))
+      if (!options.patches) return counts
+      const idsOf = (change: StoredChange) => [change.before, change.after].filter((id): id is string => id !== undefined)
+      // One read for all; if the store lost some content, file by file, so the rest still shows.
+      const all = yield* Effect.option(snapshot.read(stored.flatMap(idsOf)))
+      const contents = new Map(Option.getOrElse(all, () => new Map<string, Buffer>()))
+      if (Option.isNone(all)) {
+        for (const change of stored) {
+          const some = yield* Effect.option(snapshot.read(idsOf(change)))
+          if (Option.isSome(some)) for (const [id, content] of some.value) contents.set(id, content)
+        }
+      }
+      return stored.map((change, index): FileChange => {
+        const missing = idsOf(change).some((id) => !contents.has(id))
+        if (missing && !change.binary) return counts[index]!
+        const text = (id: string | undefined) => textOf(id === undefined ? undefined : contents.get(id))
+        return {
+          ...counts[index]!,
+          patch: unifiedDiff({ ...counts[index]!, before: change.binary ? "" : text(change.before), after: change.binary ? "" : text(change.after) })
+        }
+      })
     })
 
     // --- revert ----------------------------------------------------------------------------
@@ -476,6 +555,6 @@ function make() {
       return visible(session.revert, yield* store.messages(sessionID))
     })
 
-    return { revert, unrevert, cleanup, summarize, diff, visibleMessages } satisfies SessionChangesShape
+    return { revert, unrevert, cleanup, summarize, diff, changes, visibleMessages } satisfies SessionChangesShape
   })
 }

@@ -1,4 +1,3 @@
-import type { Part, ToolPart } from "@agent/domain"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Stream } from "effect"
 import * as fs from "node:fs"
@@ -7,10 +6,9 @@ import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
 import { filename as databaseFile, withBusyRetry } from "./Database.js"
 import { Instance } from "./Instance.js"
-import { INVALID_TOOL } from "./LLMService.js"
 import * as Git from "./snapshot/Git.js"
 import * as Tree from "./snapshot/Tree.js"
-import type * as Tool from "./Tool.js"
+import * as Watch from "./snapshot/Watch.js"
 import { isAlive } from "./Pid.js"
 
 /**
@@ -21,7 +19,11 @@ import { isAlive } from "./Pid.js"
  * kept to what changed:
  * - a step whose tools cannot change files costs nothing, one whose tools name the files they
  *   change (edit, write, apply_patch) hashes those files, and only other steps (bash, MCP,
- *   custom tools, subagents) scan the project, with `git ls-files` over a stat cache;
+ *   custom tools, subagents) scan the project: on Linux the project's directories are watched
+ *   and such a scan looks at the paths that changed (snapshot/Watch.ts); where the watches
+ *   cannot vouch for that (the first scan, a changed `.gitignore`, a burst of changes, other
+ *   systems, `snapshot_store.watch: false`) every file is stated with `git ls-files` over a stat
+ *   cache;
  * - trees are built in memory and shared between snapshots, objects are stored once by content;
  * - `.gitignore` is honoured, files over `snapshot_store.max_file_size` are left out, and a home
  *   directory or a tree over `snapshot_store.max_files` is refused (the run goes on without
@@ -43,6 +45,8 @@ const FLUSH_BATCH = 200
 const FLUSH_BYTES = 32 * 1024 * 1024
 /** Git's timestamps here have one-second resolution: wait past it before refreshing the stat cache. */
 const RACY_SETTLE = Duration.millis(1500)
+/** How long a step waits for the project's watches to catch up before it scans everything instead. */
+const BARRIER_TIMEOUT_MS = 2000
 /** Loose objects written before they are packed. */
 const PACK_EVERY = 4000
 const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
@@ -206,46 +210,6 @@ const userExcludes = (worktree: string): string => {
   }
 }
 
-/** Files a step's tool calls name, when every call says which files it changes. */
-export const stepTouch = (
-  parts: Iterable<Part>,
-  toolOf: (id: string) => Pick<Tool.Tool, "fileEffects"> | undefined,
-  directory: string
-): StepTouch => {
-  const paths: Array<string> = []
-  for (const part of parts) {
-    if (part.type !== "tool" || part.state.status === "pending") continue
-    const effects = part.tool === INVALID_TOOL ? "none" : toolOf(part.tool)?.fileEffects
-    if (effects === "none") continue
-    if (effects !== "listed") return { kind: "unknown" }
-    const named = namedFiles(part, directory)
-    if (named.length === 0) return { kind: "unknown" }
-    paths.push(...named)
-  }
-  return paths.length === 0 ? { kind: "none" } : { kind: "paths", paths }
-}
-
-const namedFiles = (part: ToolPart, directory: string): Array<string> => {
-  const out: Array<string> = []
-  const add = (value: unknown) => {
-    if (typeof value === "string" && value.length > 0) out.push(path.resolve(directory, value))
-  }
-  add(part.state.input.filePath)
-  const metadata = part.state.status === "pending" ? undefined : part.state.metadata
-  if (metadata) {
-    add(metadata.filepath)
-    if (Array.isArray(metadata.files)) {
-      for (const file of metadata.files as Array<unknown>) {
-        if (typeof file === "object" && file !== null) {
-          add((file as Record<string, unknown>).filepath)
-          add((file as Record<string, unknown>).movedFrom)
-        }
-      }
-    }
-  }
-  return out
-}
-
 type Hashed =
   | { readonly kind: "file"; readonly entry: Tree.FileEntry }
   | { readonly kind: "gone" }
@@ -293,6 +257,13 @@ function make() {
 
     let disabled: string | undefined = config.snapshot === false ? "snapshots are turned off in the config (snapshot: false)" : undefined
     let checked = false
+    /**
+     * With the project's directories watched (Linux), a scan looks at the paths that changed since
+     * the last one, and the whole project is stated only when the watches cannot vouch for that
+     * (see snapshot/Watch.ts). `watching` is false where watching is off, or had to stop.
+     */
+    let watching = config.snapshot_store?.watch !== false && Watch.supported()
+    let watch: Watch.ProjectWatch | undefined
     let loaded = false
     /** The files as last seen: the latest snapshot of this process. */
     let current: Tree.Dir = Tree.EMPTY
@@ -329,6 +300,9 @@ function make() {
       Effect.gen(function*() {
         if (disabled) return
         disabled = reason
+        watching = false
+        watch?.close()
+        watch = undefined
         yield* Effect.logWarning(`snapshots disabled for ${root}: ${reason}`)
         yield* bus.publish({ type: "snapshot.disabled", properties: { directory: root, reason } })
       })
@@ -676,8 +650,8 @@ function make() {
         return delta
       })
 
-    /** Brings `current` up to date with the whole project. False when tracking had to stop. */
-    const scan = Effect.gen(function*() {
+    /** Brings `current` up to date with the whole project (every file stated). False when tracking had to stop. */
+    const fullScan = Effect.gen(function*() {
       const listed = yield* listChanged
       if (listed === "over") {
         yield* refuse(tooMany(maxFiles + 1))
@@ -697,6 +671,168 @@ function make() {
         return false
       }
       return true
+    })
+
+    // --- watched scans -----------------------------------------------------------------------
+
+    const stopWatching = (reason: string) =>
+      Effect.suspend(() => {
+        watching = false
+        watch?.close()
+        watch = undefined
+        return Effect.logDebug(`snapshots of ${root} scan the whole project after each step: ${reason}`)
+      })
+
+    /** Which of these paths git ignores (the project's ignore files and our defaults). */
+    const ignoredAmong = (files: ReadonlyArray<string>) =>
+      files.length === 0
+        ? Effect.succeed(new Set<string>())
+        : git(["check-ignore", "-z", "--stdin", "--no-index"], { input: files.join("\0") + "\0" }).pipe(
+          Effect.map((output) => new Set(Git.splitZ(output))),
+          // exit code 1: none of them is ignored
+          Effect.catchIf((error) => error.code === 1, () => Effect.succeed(new Set<string>()))
+        )
+
+    /**
+     * Watches `dirs` and the directories below them that git does not ignore (not nested
+     * repositories), level by level; the files found there go to `found`. False when a watch
+     * could not be added.
+     */
+    const watchTrees = (active: Watch.ProjectWatch, dirs: ReadonlyArray<string>, found?: Set<string>) =>
+      Effect.gen(function*() {
+        let level = dirs.filter((dir) => !isGitPath(dir))
+        while (level.length > 0) {
+          const ignored = yield* ignoredAmong(level.filter((dir) => dir !== ""))
+          const next: Array<string> = []
+          for (const dir of level) {
+            if (ignored.has(dir)) continue
+            // Watched before it is read: whatever changes after the listing is reported.
+            if (!active.add(dir)) return false
+            let entries: Array<fs.Dirent>
+            try {
+              entries = fs.readdirSync(dir === "" ? root : path.join(root, dir), { withFileTypes: true })
+            } catch {
+              continue
+            }
+            if (dir !== "" && entries.some((entry) => entry.name.toLowerCase() === ".git")) {
+              active.removeUnder(dir) // a nested repository: not ours
+              continue
+            }
+            for (const entry of entries) {
+              const child = dir === "" ? entry.name : `${dir}/${entry.name}`
+              if (entry.isDirectory()) {
+                if (entry.name.toLowerCase() !== ".git") next.push(child)
+              } else if (found && (entry.isFile() || entry.isSymbolicLink())) found.add(child)
+            }
+          }
+          level = next
+        }
+        return true
+      })
+
+    /** Sets up the watches over the whole project (before a full scan, which then sees everything). */
+    const syncWatches = Effect.gen(function*() {
+      if (!watching) return
+      watch ??= new Watch.ProjectWatch(root, path.join(gitDir, `watch-${process.pid}`), Watch.defaultLimits())
+      watch.reset()
+      const ok = yield* watchTrees(watch, [""]).pipe(Effect.orElseSucceed(() => false))
+      if (!ok) yield* stopWatching(`more than ${watch.size} directories to watch, or the system refused a watch`)
+    })
+
+    /** Waits until the watches have seen every change made so far; what they saw, or undefined. */
+    const settleWatches = Effect.suspend(() => {
+      const active = watch
+      if (!watching || !active) return Effect.succeed(undefined)
+      return Effect.promise(() => active.barrier(BARRIER_TIMEOUT_MS)).pipe(
+        Effect.map((delivered) => {
+          const taken = active.take()
+          return delivered ? taken : { ...taken, full: "the watches did not answer in time" }
+        })
+      )
+    })
+
+    /** Brings `current` up to date from what the watches saw. Undefined when a full scan is needed. */
+    const watchedScan = (active: Watch.ProjectWatch, taken: Watch.Taken) =>
+      Effect.gen(function*() {
+        if (taken.full !== undefined || taken.dirty.size > BULK_THRESHOLD) return undefined
+        const candidates = new Set<string>()
+        for (const file of taken.dirty) if (!isGitPath(file)) candidates.add(file)
+        // Directories that appeared, went or were replaced: their old files are looked at, the new
+        // ones are watched and read.
+        const fresh: Array<string> = []
+        for (const dir of [...taken.renamed].sort()) {
+          if (isGitPath(dir)) continue
+          let stat: fs.Stats | undefined
+          try {
+            stat = fs.lstatSync(path.join(root, dir))
+          } catch {
+            stat = undefined
+          }
+          const isDir = stat?.isDirectory() === true
+          if (!isDir && !active.has(dir)) continue
+          if (isDir && active.same(dir, stat!)) continue
+          active.removeUnder(dir)
+          const before = Tree.find(current, dir)
+          if (before?.type === "dir") for (const [file] of Tree.files(before, dir)) candidates.add(file)
+          if (isDir && !fresh.some((parent) => dir.startsWith(`${parent}/`))) fresh.push(dir)
+        }
+        if (fresh.length > 0 && !(yield* watchTrees(active, fresh, candidates))) return undefined
+        // Files new to us count only when git does not ignore them.
+        const newFiles = [...candidates].filter((file) => {
+          if (Tree.lookup(current, file)) return false
+          try {
+            const stat = fs.lstatSync(path.join(root, file))
+            return stat.isFile() || stat.isSymbolicLink()
+          } catch {
+            return false
+          }
+        })
+        for (const file of yield* ignoredAmong(newFiles)) candidates.delete(file)
+        yield* commit(refresh(candidates))
+        if (current.count > maxFiles) {
+          yield* refuse(tooMany(current.count))
+          return false
+        }
+        return true
+      })
+
+    /**
+     * Sets the watches up (again) and then states every file, in the background, so the step that
+     * asked for a full scan does not wait for it; the next scan waits for the lock and then looks
+     * only at what the watches saw.
+     */
+    let arming = false
+    const armWatches = Effect.suspend(() => {
+      if (!watching || arming || closing) return Effect.void
+      arming = true
+      return lock.withPermits(1)(
+        Effect.suspend(() => (disabled ? Effect.void : syncWatches)).pipe(
+          Effect.zipRight(Effect.suspend(() => (watching && !disabled ? fullScan : Effect.void)))
+        )
+      ).pipe(
+        Effect.tapErrorCause(() => Effect.sync(() => watch?.invalidate("setting up the watches failed"))),
+        Effect.ensuring(Effect.sync(() => (arming = false))),
+        Effect.catchAllCause((cause) => Effect.logWarning("setting up the snapshot watches failed", cause)),
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
+
+    /** Brings `current` up to date with the project. False when tracking had to stop. */
+    const scan = Effect.gen(function*() {
+      const active = watch
+      if (active && !arming) {
+        const taken = yield* settleWatches
+        if (taken) {
+          const done = yield* watchedScan(active, taken).pipe(
+            Effect.catchAll((error) => Effect.as(Effect.logDebug(`watched snapshot scan failed, scanning everything: ${error.message}`), undefined))
+          )
+          if (done !== undefined) return done
+        }
+      }
+      const done = yield* fullScan
+      if (done) yield* armWatches
+      return done
     })
 
     const guarded = <A>(label: string, effect: Effect.Effect<A | undefined, Git.GitFailure | SnapshotUnavailable>) =>
@@ -935,6 +1071,9 @@ function make() {
         for (const id of inFlight.keys()) live.add(id)
         const others: Array<Array<readonly [string, Tree.FileEntry]>> = []
         for (const name of fs.readdirSync(gitDir)) {
+          // The barrier directory of a process that is gone (see snapshot/Watch.ts).
+          const watchDir = /^watch-(\d+)$/.exec(name)
+          if (watchDir && !isAlive(Number(watchDir[1]))) fs.rmSync(path.join(gitDir, name), { recursive: true, force: true })
           const match = /^index(?:-(\d+))?$/.exec(name)
           if (!match || path.join(gitDir, name) === ownIndex) continue
           const pid = match[1] ? Number(match[1]) : undefined
@@ -1018,7 +1157,10 @@ function make() {
       Effect.catchAll((error) => Effect.logWarning(`snapshot objects not written: ${error.message}`))
     )
     yield* Effect.addFinalizer(() =>
-      Effect.zipRight(Effect.sync(() => (closing = true)), Effect.zipRight(flushAllObjects, flushIndex)).pipe(
+      Effect.zipRight(Effect.sync(() => {
+        closing = true
+        watch?.close()
+      }), Effect.zipRight(flushAllObjects, flushIndex)).pipe(
         Effect.zipRight(Effect.sync(() => {
           if (fs.existsSync(ownIndex)) fs.renameSync(ownIndex, path.join(gitDir, "index"))
         })),

@@ -181,7 +181,13 @@ export const SnapshotStoreConfig = Schema.Struct({
   /** Files larger than this many bytes are left out of snapshots (default 2 MiB). */
   max_file_size: Schema.optional(PositiveInt),
   /** Snapshots of sessions not updated for this many days are garbage-collected (default 7). */
-  retention_days: Schema.optional(PositiveInt)
+  retention_days: Schema.optional(PositiveInt),
+  /**
+   * Watch the project's directories (Linux) so a step that ran bash or another tool that does not
+   * name its files looks only at what changed; false scans the whole project after such steps
+   * (default true).
+   */
+  watch: Schema.optional(Schema.Boolean)
 })
 
 export const ServerConfig = Schema.Struct({

@@ -201,6 +201,17 @@ export const lookup = (root: Dir, file: string): FileEntry | undefined => {
   return node?.type === "file" ? node : undefined
 }
 
+/** The entry at `file`, a file or a directory ("" is the root). */
+export const find = (root: Dir, file: string): Entry | undefined => {
+  if (file === "") return root
+  let node: Entry | undefined = root
+  for (const segment of file.split("/")) {
+    if (node?.type !== "dir") return undefined
+    node = node.children.get(segment)
+  }
+  return node
+}
+
 /** Applies changes (undefined = removed); directories left empty disappear, as in git. */
 export const apply = (root: Dir, changes: ReadonlyMap<string, FileEntry | undefined>): Dir => {
   if (changes.size === 0) return root

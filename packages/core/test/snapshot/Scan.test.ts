@@ -11,15 +11,20 @@ const random = (seed: number) => () => {
   return seed / 0x7fffffff
 }
 
-const NAMES = ["a.txt", "b.txt", "dir/c.txt", "dir/sub/d.txt", "e.sh", "link", "x", "x/y.txt", "ignored.log"]
+const NAMES = ["a.txt", "b.txt", "dir/c.txt", "dir/sub/d.txt", "e.sh", "link", "x", "x/y.txt", "ignored.log", "new/deep/f.txt", "dir/"]
 
 describe("snapshot scans", () => {
   it.scopedLive.each([
-    { seed: 42, named: false },
-    { seed: 7, named: true }
-  ])("every step's patch names exactly the files that changed, and its snapshot holds their bytes (seed $seed, tools name files: $named)", ({ named, seed }) =>
+    { seed: 42, named: false, watch: true, steps: 40 },
+    { seed: 7, named: true, watch: true, steps: 40 },
+    // Every scan states the whole project (as on systems without watches).
+    { seed: 3, named: false, watch: false, steps: 20 }
+  ])("every step's patch names exactly the files that changed, and its snapshot holds their bytes (seed $seed, tools name files: $named, watched: $watch)", ({ named, seed, steps, watch }) =>
     Effect.gen(function*() {
-      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), files: { "project/.gitignore": "*.log\n" } })
+      const runtime = yield* TestRuntime.make({
+        model: ScriptedModel.make([]),
+        files: { "project/.gitignore": "*.log\n", ...(watch ? {} : { "project/agent.json": { snapshot_store: { watch: false } } }) }
+      })
       const project = runtime.box.path("project")
       const next = random(seed)
       const abs = (file: string) => path.join(project, file)
@@ -44,11 +49,24 @@ describe("snapshot scans", () => {
       /** One random change to the project; the paths it may have changed go to `touched`. */
       const mutate = (step: number): void => {
         // (an ignored file that a tool names is recorded: see the next test)
-        const names = named ? NAMES.filter((candidate) => !candidate.endsWith(".log")) : NAMES
+        // (moving a directory changes files no tool names: only for steps that scan)
+        const names = named ? NAMES.filter((candidate) => !candidate.endsWith(".log") && candidate !== "dir/") : NAMES
         const name = names[Math.floor(next() * names.length)]!
         touched(name)
         const file = abs(name)
         const roll = next()
+        if (name === "dir/") {
+          // a whole directory moves away, or back
+          if (fs.existsSync(abs("dir"))) {
+            fs.rmSync(abs("moved"), { recursive: true, force: true })
+            fs.renameSync(abs("dir"), abs("moved"))
+          } else if (fs.existsSync(abs("moved"))) fs.renameSync(abs("moved"), abs("dir"))
+          return
+        }
+        if (name === "new/deep/f.txt" && roll < 0.15) {
+          fs.rmSync(abs("new"), { recursive: true, force: true })
+          return
+        }
         if (name === "link") {
           fs.rmSync(file, { force: true })
           if (roll < 0.7) fs.symlinkSync(roll < 0.35 ? "a.txt" : "dir/c.txt", file)
@@ -86,7 +104,7 @@ describe("snapshot scans", () => {
         const recorder = snapshot.steps()
         let start = yield* recorder.begin()
         let before = read()
-        for (let step = 0; step < 40; step++) {
+        for (let step = 0; step < steps; step++) {
           const changes = 1 + Math.floor(next() * 3)
           for (let index = 0; index < changes; index++) mutate(step)
           // Sometimes let the background stat-cache update run, sometimes not.
@@ -138,6 +156,16 @@ describe("snapshot scans", () => {
         const third = yield* recorder.begin()
         const scanned = yield* recorder.finish(third, { kind: "unknown" })
         expect(scanned?.patch?.files).toEqual([path.join(project, "b.txt")])
+        // A file that stops being ignored is found by the next scan.
+        fs.writeFileSync(path.join(project, "notes.tmp"), "kept aside\n")
+        fs.writeFileSync(path.join(project, ".gitignore"), ".env\n*.tmp\n")
+        const ignoring = yield* recorder.begin()
+        expect((yield* recorder.finish(ignoring, { kind: "unknown" }))?.patch?.files).toEqual([path.join(project, ".gitignore")])
+        fs.writeFileSync(path.join(project, ".gitignore"), ".env\n")
+        const unignoring = yield* recorder.begin()
+        expect((yield* recorder.finish(unignoring, { kind: "unknown" }))?.patch?.files).toEqual(
+          [path.join(project, ".gitignore"), path.join(project, "notes.tmp")]
+        )
         // An ignored file is left out of scans, but recorded when a tool names it (so it can be undone).
         fs.writeFileSync(path.join(project, ".env"), "SECRET=1\n")
         const fourth = yield* recorder.begin()
