@@ -254,10 +254,12 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
       const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
       if (request.abortSignal?.aborted) controller.abort(request.abortSignal.reason)
       request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
+      let completed = false
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           request.abortSignal?.removeEventListener("abort", onOuterAbort)
-          controller.abort()
+          // A finished response needs no abort (each abort walks the fetch's listeners).
+          if (!completed) controller.abort()
         })
       )
       const result = yield* Effect.tryPromise({
@@ -314,6 +316,7 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
           }
         }),
         Stream.filter((event): event is LLMEvent => event !== undefined),
+        Stream.ensuring(Effect.sync(() => void (completed = finished))),
         // A stream cut off by our own abort ends as an interruption, not as a provider error.
         Stream.catchAll((error) => controller.signal.aborted && !finished ? Stream.fromEffect(Effect.interrupt) : Stream.fail(error))
       )

@@ -1024,7 +1024,8 @@ function make() {
               let blocked = false
               let stepFinish: Extract<LLMEvent, { type: "finish-step" }> | undefined
               const abortController = new AbortController()
-              yield* Effect.addFinalizer(() => Effect.sync(() => abortController.abort()))
+              // Tools still running when the step ends early are told to stop.
+              yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => abortController.abort()))
 
               const stepStart: Part = {
                 id: Identifier.ascending("part") as PartID,
