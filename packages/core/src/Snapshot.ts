@@ -894,8 +894,11 @@ function make() {
                 const delta = refresh(files)
                 const unchangedSince = current === start.root
                 yield* commit(delta)
-                // Only this step's own files: changes other sessions made meanwhile stay theirs.
-                end = unchangedSince ? current : Tree.apply(start.root, delta)
+                // Only this step's own files, as they are now: changes other sessions made meanwhile
+                // stay theirs, and a background scan that already recorded one of these files (so it
+                // is not in `delta`) must not hide it from this step's patch.
+                const own = new Map(files.map((file) => [file, Tree.lookup(current, file)] as const))
+                end = unchangedSince ? current : Tree.apply(start.root, own)
               } else {
                 if (!(yield* scan)) return undefined
                 end = current

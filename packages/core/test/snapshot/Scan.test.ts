@@ -176,4 +176,24 @@ describe("snapshot scans", () => {
         expect(edited?.patch?.files).toEqual([path.join(project, ".env")])
       }).pipe(Effect.provide(runtime.layer))
     }))
+  it.scopedLive("files a step's tools wrote while the first scan's background work ran are still that step's change", () =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), files: { "project/a.txt": "a\n" } })
+      const project = runtime.box.path("project")
+      yield* Effect.gen(function*() {
+        const snapshot = yield* Snapshot
+        const recorder = snapshot.steps()
+        // The first begin of a run scans everything, then sets the watches up and scans again in the background.
+        const start = yield* recorder.begin()
+        fs.writeFileSync(path.join(project, "a.txt"), "a2\n")
+        fs.writeFileSync(path.join(project, "new.txt"), "new\n")
+        // Give the background scan time to see (and record) both files before the step finishes.
+        yield* Effect.sleep("500 millis")
+        const finished = yield* recorder.finish(start, {
+          kind: "paths",
+          paths: [path.join(project, "a.txt"), path.join(project, "new.txt")]
+        })
+        expect(finished?.patch?.files).toEqual([path.join(project, "a.txt"), path.join(project, "new.txt")])
+      }).pipe(Effect.provide(runtime.layer))
+    }))
 })
