@@ -23,7 +23,7 @@ const percentile = (values: Array<number>, p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!
 }
 
-/** The real LLMService, timed: how long each step spends inside the ai SDK (and the instant model). */
+/** The real LLMService, timed: how long each step spends in the model stream (LLMService and the instant model). */
 const timedLLM = (spent: Array<number>) =>
   Layer.effect(
     LLMService,
@@ -76,8 +76,8 @@ const session = (steps: number) =>
     fs.rmSync(dir, { recursive: true, force: true })
     if (outcome.reason !== "completed" || outcome.usage.steps !== steps) throw new Error(`run ended with ${outcome.reason} after ${outcome.usage.steps} steps`)
     const perStep = calls.slice(1).map((at, index) => at - calls[index]!)
-    // Time inside streamText overlaps the runtime's handling of the parts it yields, so this
-    // over-counts the SDK a little and under-counts the runtime.
+    // Time inside the model stream overlaps the runtime's handling of the parts it yields, so
+    // this over-counts the stream a little and under-counts the runtime.
     const overhead = perStep.map((ms, index) => ms - sdk[index]!)
     return { perStep, sdk: sdk.slice(0, perStep.length), overhead, total, cpuPerStep }
   })
@@ -90,7 +90,7 @@ const program = Effect.gen(function*() {
       `${name} median ${percentile(values, 50).toFixed(2)} ms, p99 ${percentile(values, 99).toFixed(2)} ms`
     console.log(`${String(steps).padStart(4)} steps (${total.toFixed(0)} ms in all):`)
     console.log(`  whole step:             ${line("", perStep)}`)
-    console.log(`  inside streamText:      ${line("", sdk)}`)
+    console.log(`  inside the model stream: ${line("", sdk)}`)
     console.log(`  runtime overhead:       ${line("", overhead)}   [target ≤ 3 ms median]`)
     // CPU time is steadier than wall time on a shared machine (includes the model's own share).
     console.log(`  process CPU per step:    ${cpuPerStep.toFixed(2)} ms (runtime and scripted model together)`)

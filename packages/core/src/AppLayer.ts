@@ -37,7 +37,7 @@ export interface AppLayerOptions<PolicyError = never> {
   readonly approvals?: Layer.Layer<ApprovalStore, never, Instance | SqlClient.SqlClient>
   /** The model providers (default: from config and the environment; tests use `FakeLLM`). */
   readonly providers?: Layer.Layer<ProviderRegistry, never, ConfigService | Instance>
-  /** The model streaming service (default: the ai SDK's `streamText`); benchmarks wrap it to time it. */
+  /** The model streaming service (default: the provider's `doStream`, see LLMService); benchmarks wrap it to time it. */
   readonly llm?: Layer.Layer<LLMService>
   /** The snapshot store (default: `Snapshot.layer`); benchmarks wrap it to time it. */
   readonly snapshot?: Layer.Layer<Snapshot, never, Instance | ConfigService | SqlClient.SqlClient | Bus>

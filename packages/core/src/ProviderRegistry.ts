@@ -25,7 +25,7 @@ export interface ModelInfo {
 
 export interface ResolvedModel {
   readonly info: ModelInfo
-  /** The ai SDK language model that `streamText` drives. */
+  /** The provider's language model, which LLMService streams from. */
   readonly language: LanguageModelV3
 }
 

@@ -1,6 +1,6 @@
 /**
  * `ProviderRegistry` layers over scripted (or recorded) language models: the one node a test
- * swaps so everything above the provider boundary — `streamText`, retries, the session loop —
+ * swaps so everything above the provider boundary — LLMService, retries, the session loop —
  * runs for real.
  */
 import { type ModelInfo, ModelNotConfigured, ProviderRegistry } from "@agent/core"

@@ -24,8 +24,8 @@ export type ScriptedCall = LanguageModelV3CallOptions & { readonly kind: "stream
 /**
  * A `LanguageModelV3` that plays a script: each `doStream` (or `doGenerate`) call consumes the
  * next turn and streams it as a provider would (text in per-word deltas, tool arguments in
- * pieces, then `finish` with usage). Runs under the real `streamText`, so retries, tool
- * execution and multi-step loops are the SDK's own.
+ * pieces, then `finish` with usage). It sits at the provider boundary, so everything above it
+ * (LLMService, retries, tool execution, the loop) runs for real.
  *
  * ```ts
  * const model = ScriptedModel.make([
