@@ -236,7 +236,8 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
     }
 
     return {
-      system: Effect.fn("InstructionLoader.system")(function*() {
+      // Called every step (or every tool call): untraced, a span would cost more than the call.
+      system: Effect.fnUntraced(function*() {
         const entries = yield* collect(configuredOnce)
         return entries.map((entry) => formatEntry(entry.source, entry.text))
       }),

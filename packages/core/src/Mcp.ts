@@ -553,7 +553,8 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
         return { entry, connection }
       })
 
-    const tools = Effect.fn("Mcp.tools")(function*() {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    const tools = Effect.fnUntraced(function*() {
       const all: Array<Tool.AnyTool> = []
       const seen = new Set<string>()
       for (const { connection } of yield* connections) {
@@ -665,7 +666,8 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
       }))
     })
 
-    const instructions = Effect.fn("Mcp.instructions")(function*() {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    const instructions = Effect.fnUntraced(function*() {
       const all: Array<McpInstructions> = []
       for (const { entry, connection } of yield* connections) {
         const text = connection.client.getInstructions()?.trim()

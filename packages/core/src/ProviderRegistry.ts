@@ -241,7 +241,8 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
       }
     }
 
-    const resolve = Effect.fn("ProviderRegistry.resolve")(function*(ref: ModelRef) {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    const resolve = Effect.fnUntraced(function*(ref: ModelRef) {
       const key = `${ref.providerID}/${ref.modelID}`
       let language = languageModels.get(key)
       if (!language) {

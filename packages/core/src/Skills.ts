@@ -124,16 +124,19 @@ const makeRegistry = (ready: Effect.Effect<Discovered>): SkillRegistryShape => {
     get: Effect.fn("SkillRegistry.get")(function*(name: string) {
       return (yield* ready).skills.find((skill) => skill.name === name)
     }),
-    forAgent: Effect.fn("SkillRegistry.forAgent")(function*(agent: Agent) {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    forAgent: Effect.fnUntraced(function*(agent: Agent) {
       return visible(agent, (yield* ready).skills)
     }),
-    systemBlock: Effect.fn("SkillRegistry.systemBlock")(function*(agent: Agent) {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    systemBlock: Effect.fnUntraced(function*(agent: Agent) {
       if (Permission.disabled(["skill"], agent.permission).has("skill")) return undefined
       const skills = visible(agent, (yield* ready).skills)
       if (skills.length === 0) return undefined
       return `${Prompts.read("session/skills.txt")}\n\n${availableSkills(skills)}`
     }),
-    directories: Effect.fn("SkillRegistry.directories")(function*() {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    directories: Effect.fnUntraced(function*() {
       return (yield* ready).directories
     })
   }

@@ -61,7 +61,8 @@ const makeRegistry = (initial: ReadonlyArray<Tool.AnyTool>): ToolRegistryShape =
   return {
     all: () => Effect.sync(() => [...tools.values()]),
     get: (id) => Effect.sync(() => tools.get(id)),
-    forAgent: Effect.fn("ToolRegistry.forAgent")(function*(input) {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    forAgent: Effect.fnUntraced(function*(input) {
       const offered = [...tools.values()].filter((tool) => {
         if (tool.id === INVALID_TOOL) return false
         if (tool.id === "apply_patch") return usesApplyPatch(input.model)

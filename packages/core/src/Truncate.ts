@@ -293,7 +293,8 @@ export class Truncation extends Context.Tag("@agent/core/Truncation")<
           return file
         })
 
-      const output = Effect.fn("Truncation.output")(function*(text: string, options: TruncateOptions = {}) {
+      // Called every step (or every tool call): untraced, a span would cost more than the call.
+      const output = Effect.fnUntraced(function*(text: string, options: TruncateOptions = {}) {
         const limits: TruncateLimits = {
           maxLines: options.maxLines ?? defaults.maxLines,
           maxBytes: options.maxBytes ?? defaults.maxBytes

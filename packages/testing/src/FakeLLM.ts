@@ -30,7 +30,8 @@ export const layer = (
   const defaultRef = toRef(options.defaultModel) ?? DEFAULT_MODEL
   const smallRef = toRef(options.smallModel)
   return Layer.succeed(ProviderRegistry, {
-    resolve: Effect.fn("FakeLLM.resolve")(function*(ref: ModelRef) {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    resolve: Effect.fnUntraced(function*(ref: ModelRef) {
       return { info: modelInfo(ref, info), language: model }
     }),
     defaultModel: Effect.fn("FakeLLM.defaultModel")(function*() {
@@ -64,7 +65,8 @@ export const layerModels = (
   const defaultRef = toRef(options.defaultModel) ?? refs[0] ?? DEFAULT_MODEL
   const smallRef = toRef(options.smallModel)
   return Layer.succeed(ProviderRegistry, {
-    resolve: Effect.fn("FakeLLM.resolve")(function*(ref: ModelRef) {
+    // Called every step (or every tool call): untraced, a span would cost more than the call.
+    resolve: Effect.fnUntraced(function*(ref: ModelRef) {
       const key = `${ref.providerID}/${ref.modelID}`
       const language = models[key]
       if (language === undefined) {
