@@ -608,44 +608,57 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
       return yield* new McpRequestError({ server, detail: `No connected MCP server offers the prompt ${key}.` })
     })
 
-    const listResources = (entry: ServerEntry, connection: Connection) =>
+    /** A paged resource listing of one server (empty when it offers no resources), as our records. */
+    const listPaged = <Raw, A>(
+      entry: ServerEntry,
+      connection: Connection,
+      what: string,
+      page: (cursor: string | undefined, signal: AbortSignal) => Promise<{ items: ReadonlyArray<Raw>; nextCursor?: string | undefined }>,
+      toItem: (raw: Raw) => A
+    ): Effect.Effect<ReadonlyArray<A>, McpRequestError> =>
       (connection.client.getServerCapabilities()?.resources
-        ? request(entry, (signal) =>
-          paginate(async (cursor) => {
-            const page = await connection.client.listResources(cursor ? { cursor } : {}, { signal, timeout: entry.timeout })
-            return { items: page.resources, nextCursor: page.nextCursor }
-          })
-        )
+        ? request(entry, (signal) => paginate((cursor) => page(cursor, signal)))
         : Effect.succeed([])).pipe(
-          Effect.map((resources) =>
-            resources.map((resource): McpResource => ({
-              server: entry.name,
-              uri: resource.uri,
-              name: resource.name,
-              ...(resource.mimeType === undefined ? {} : { mimeType: resource.mimeType }),
-              ...(resource.description === undefined ? {} : { description: resource.description })
-            }))
-          ),
+          Effect.map((items) => items.map(toItem)),
           Effect.mapError((error) =>
-            new McpRequestError({ server: entry.name, detail: `Listing the resources of ${entry.name} failed: ${errorText(error)}` })
+            new McpRequestError({ server: entry.name, detail: `Listing the ${what} of ${entry.name} failed: ${errorText(error)}` })
           )
         )
 
+    /** One server's list, or every connected server's (a server that fails is logged and left out). */
+    const fromServers = <A>(list: (entry: ServerEntry, connection: Connection) => Effect.Effect<ReadonlyArray<A>, McpRequestError>) =>
+      (server?: string) =>
+        Effect.gen(function*() {
+          if (server !== undefined) {
+            const { entry, connection } = yield* connectionOf(server)
+            return yield* list(entry, connection)
+          }
+          const lists = yield* Effect.forEach(
+            yield* connections,
+            ({ entry, connection }) =>
+              list(entry, connection).pipe(
+                Effect.tapError((error) => Effect.logWarning(error.detail)),
+                Effect.orElseSucceed((): ReadonlyArray<A> => [])
+              ),
+            { concurrency: "unbounded" }
+          )
+          return lists.flat() as ReadonlyArray<A>
+        })
+
+    const listResources = (entry: ServerEntry, connection: Connection) =>
+      listPaged(entry, connection, "resources", async (cursor, signal) => {
+        const page = await connection.client.listResources(cursor ? { cursor } : {}, { signal, timeout: entry.timeout })
+        return { items: page.resources, nextCursor: page.nextCursor }
+      }, (resource): McpResource => ({
+        server: entry.name,
+        uri: resource.uri,
+        name: resource.name,
+        ...(resource.mimeType === undefined ? {} : { mimeType: resource.mimeType }),
+        ...(resource.description === undefined ? {} : { description: resource.description })
+      }))
+
     const resources = Effect.fn("Mcp.resources")(function*(server?: string) {
-      if (server !== undefined) {
-        const { entry, connection } = yield* connectionOf(server)
-        return yield* listResources(entry, connection)
-      }
-      const lists = yield* Effect.forEach(
-        yield* connections,
-        ({ entry, connection }) =>
-          listResources(entry, connection).pipe(
-            Effect.tapError((error) => Effect.logWarning(error.detail)),
-            Effect.orElseSucceed(() => [])
-          ),
-        { concurrency: "unbounded" }
-      )
-      return lists.flat() as ReadonlyArray<McpResource>
+      return yield* fromServers(listResources)(server)
     })
 
     const readResource = Effect.fn("Mcp.readResource")(function*(server: string, uri: string) {
@@ -677,46 +690,19 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
     })
 
     const listTemplates = (entry: ServerEntry, connection: Connection) =>
-      (connection.client.getServerCapabilities()?.resources
-        ? request(entry, (signal) =>
-          paginate(async (cursor) => {
-            const page = await connection.client.listResourceTemplates(cursor ? { cursor } : {}, { signal, timeout: entry.timeout })
-            return { items: page.resourceTemplates, nextCursor: page.nextCursor }
-          })
-        )
-        : Effect.succeed([])).pipe(
-          Effect.map((templates) =>
-            templates.map((template): McpResourceTemplate => ({
-              server: entry.name,
-              uriTemplate: template.uriTemplate,
-              name: template.name,
-              ...(template.mimeType === undefined ? {} : { mimeType: template.mimeType }),
-              ...(template.description === undefined ? {} : { description: template.description })
-            }))
-          ),
-          Effect.mapError((error) =>
-            new McpRequestError({
-              server: entry.name,
-              detail: `Listing the resource templates of ${entry.name} failed: ${errorText(error)}`
-            })
-          )
-        )
+      listPaged(entry, connection, "resource templates", async (cursor, signal) => {
+        const page = await connection.client.listResourceTemplates(cursor ? { cursor } : {}, { signal, timeout: entry.timeout })
+        return { items: page.resourceTemplates, nextCursor: page.nextCursor }
+      }, (template): McpResourceTemplate => ({
+        server: entry.name,
+        uriTemplate: template.uriTemplate,
+        name: template.name,
+        ...(template.mimeType === undefined ? {} : { mimeType: template.mimeType }),
+        ...(template.description === undefined ? {} : { description: template.description })
+      }))
 
     const resourceTemplates = Effect.fn("Mcp.resourceTemplates")(function*(server?: string) {
-      if (server !== undefined) {
-        const { entry, connection } = yield* connectionOf(server)
-        return yield* listTemplates(entry, connection)
-      }
-      const lists = yield* Effect.forEach(
-        yield* connections,
-        ({ entry, connection }) =>
-          listTemplates(entry, connection).pipe(
-            Effect.tapError((error) => Effect.logWarning(error.detail)),
-            Effect.orElseSucceed(() => [])
-          ),
-        { concurrency: "unbounded" }
-      )
-      return lists.flat() as ReadonlyArray<McpResourceTemplate>
+      return yield* fromServers(listTemplates)(server)
     })
 
     // -- connecting on demand and OAuth ---------------------------------------------------
