@@ -254,12 +254,12 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
       const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
       if (request.abortSignal?.aborted) controller.abort(request.abortSignal.reason)
       request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
-      let completed = false
+      let finished = false
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           request.abortSignal?.removeEventListener("abort", onOuterAbort)
           // A finished response needs no abort (each abort walks the fetch's listeners).
-          if (!completed) controller.abort()
+          if (!finished) controller.abort()
         })
       )
       const result = yield* Effect.tryPromise({
@@ -279,7 +279,6 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
         Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
         Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error))
       )
-      let finished = false
       return Stream.fromReadableStream(() => result.stream, (error) => classifyError(info, error)).pipe(
         Stream.mapEffect((part): Effect.Effect<LLMEvent | undefined, ProviderError> => {
           switch (part.type) {
@@ -316,7 +315,6 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
           }
         }),
         Stream.filter((event): event is LLMEvent => event !== undefined),
-        Stream.ensuring(Effect.sync(() => void (completed = finished))),
         // A stream cut off by our own abort ends as an interruption, not as a provider error.
         Stream.catchAll((error) => controller.signal.aborted && !finished ? Stream.fromEffect(Effect.interrupt) : Stream.fail(error))
       )

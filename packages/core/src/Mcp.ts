@@ -226,6 +226,12 @@ const isMcpError = (error: unknown, code?: "RequestTimeout" | "ConnectionClosed"
 
 const isTimeout = (error: unknown): boolean => isMcpError(error, "RequestTimeout")
 
+/** The SDK's own timeout error (the SDK is loaded: a request or a connection is under way). */
+const timeoutError = (detail: string) => {
+  const sdk = McpSdkLoader.sdk()
+  return new sdk.McpError(sdk.ErrorCode.RequestTimeout, detail)
+}
+
 const statusText = (status: McpServerStatus | undefined) =>
   status === undefined ? "unknown" : status.error ? `${status.status}: ${status.error}` : status.status
 
@@ -843,7 +849,7 @@ const request = <A>(entry: ServerEntry, run: (signal: AbortSignal) => Promise<A>
   Effect.tryPromise({ try: run, catch: (error) => error }).pipe(
     Effect.timeoutFail({
       duration: Duration.millis(entry.timeout + 1_000),
-      onTimeout: () => new (McpSdkLoader.sdk().McpError)(McpSdkLoader.sdk().ErrorCode.RequestTimeout, `no answer within ${entry.timeout} ms`)
+      onTimeout: () => timeoutError(`no answer within ${entry.timeout} ms`)
     })
   )
 
@@ -883,7 +889,7 @@ const handshake = (client: Client, transport: Transport, timeout: number) =>
   Effect.tryPromise({ try: (signal) => client.connect(transport, { signal, timeout }), catch: (error) => error }).pipe(
     Effect.timeoutFail({
       duration: Duration.millis(timeout),
-      onTimeout: () => new (McpSdkLoader.sdk().McpError)(McpSdkLoader.sdk().ErrorCode.RequestTimeout, "connect timed out")
+      onTimeout: () => timeoutError("connect timed out")
     })
   )
 
