@@ -13,16 +13,17 @@ import { getHeapSpaceStatistics, setFlagsFromString } from "node:v8"
  *   40 MB of memory (two compilations at once), to speed up parses that take under a millisecond.
  *   (Without `--liftoff-only`, a function Liftoff cannot compile still goes to the optimizing
  *   compiler instead of failing.)
- * - The young generation is held at 4 MB per semi-space instead of V8's 16 MB: its two
+ * - The young generation is held at 8 MB per semi-space instead of V8's 16 MB: its two
  *   semi-spaces are all touched within a few steps, and 2 × 16 MB was a quarter of the peak. A
- *   smaller one costs CPU in long sessions (1 MB: ~20% more per step in `bench:loop`); 4 MB costs
- *   nothing measurable. V8 fixes the maximum at start, so the cap is made from the growth factor
+ *   smaller one costs CPU in long sessions: more collections, each with a fixed cost (1 MB: ~20%
+ *   more CPU per step in `bench:loop`; 4 MB: +1% of a 100-step run in collection pauses, 8 MB
+ *   about half that). V8 fixes the maximum at start, so the cap is made from the growth factor
  *   (read whenever the young generation grows): it stays at its initial size while the command's
  *   modules are evaluated (each evaluation runs to its end without a pause, so growth could not be
  *   stopped in the middle of one), then may grow once, to the cap, and no more.
  */
 
-const SEMI_SPACE_CAP = 4 * 1024 * 1024
+const SEMI_SPACE_CAP = 8 * 1024 * 1024
 
 /** Before anything is loaded. */
 export const atStartup = () => {
