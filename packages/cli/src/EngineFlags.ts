@@ -7,23 +7,23 @@ import { getHeapSpaceStatistics, setFlagsFromString } from "node:v8"
  * when it uses them, not when it starts, so setting them from the process itself takes effect.
  *
  * - WebAssembly stays on the baseline compiler (Liftoff). The process runs two wasm modules, the
- *   bash grammar (tree-sitter) and fetch's HTTP parser, and both are hot enough after one command
- *   or one response to be recompiled by the optimizing compiler: the lexer of the bash grammar is
- *   one 160 KB function, whose recompilation took ~0.8 s of CPU on a background thread and up to
- *   40 MB of memory (two compilations at once), to speed up parses that take under a millisecond.
- *   (Without `--liftoff-only`, a function Liftoff cannot compile still goes to the optimizing
- *   compiler instead of failing.)
- * - The young generation is held at 8 MB per semi-space instead of V8's 16 MB: its two
- *   semi-spaces are all touched within a few steps, and 2 × 16 MB was a quarter of the peak. A
- *   smaller one costs CPU in long sessions: more collections, each with a fixed cost (1 MB: ~20%
- *   more CPU per step in `bench:loop`; 4 MB: +1% of a 100-step run in collection pauses, 8 MB
- *   about half that). V8 fixes the maximum at start, so the cap is made from the growth factor
- *   (read whenever the young generation grows): it stays at its initial size while the command's
- *   modules are evaluated (each evaluation runs to its end without a pause, so growth could not be
- *   stopped in the middle of one), then may grow once, to the cap, and no more.
+ *   bash grammar (tree-sitter) and fetch's HTTP parser, and each is hot enough after one command
+ *   or one response for V8 to recompile its largest function with the optimizing compiler: the
+ *   bash lexer (one 160 KB function) and the HTTP parser's state machine took ~1 s of CPU on
+ *   background threads and up to 40 MB of compiler memory at once, a quarter of the peak of a
+ *   short run, to speed up parses that take under a millisecond. (Unlike `--liftoff-only`, a
+ *   function Liftoff cannot compile still goes to the optimizing compiler instead of failing.)
+ * - The young generation is held at 4 MB per semi-space instead of V8's 16 MB: its two
+ *   semi-spaces are all touched within a few steps, and 2 × 16 MB was a fifth of the peak. A
+ *   smaller one means more collections: 1 MB cost ~20% more CPU per step in `bench:loop`; 4 MB
+ *   adds ~0.3% to the CPU of a 300-step `agent run` in collection pauses (their cost follows what
+ *   survives, not how often they run). V8 fixes the maximum at start, so the cap is made from the
+ *   growth factor (read whenever the young generation grows): it stays at its initial size while
+ *   the command's modules are evaluated (each evaluation runs to its end without a pause, so
+ *   growth could not be stopped in the middle of one), then may grow once, to the cap, and no more.
  */
 
-const SEMI_SPACE_CAP = 8 * 1024 * 1024
+const SEMI_SPACE_CAP = 4 * 1024 * 1024
 
 /** Before anything is loaded. */
 export const atStartup = () => {
