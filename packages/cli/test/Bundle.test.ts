@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 /** esbuild's record of the last bundle (`pnpm build` writes it). */
@@ -31,5 +32,12 @@ describe("the bundled CLI", () => {
     const inputs = loadedWith("Session")
     expect(inputs.some((file) => file.includes("packages/core/dist/SessionStore.js"))).toBe(true)
     expect(inputs.filter((file) => /@ai-sdk|node_modules\/ai\/|@modelcontextprotocol/.test(file))).toEqual([])
+  })
+
+  it("keeps every chunk in Latin-1, so V8 holds its source at one byte per character", () => {
+    const dir = fileURLToPath(new URL("../dist/bundle/", import.meta.url))
+    const chunks = fs.readdirSync(dir).filter((file) => file.endsWith(".js"))
+    expect(chunks.length).toBeGreaterThan(10)
+    expect(chunks.filter((file) => /[^\x00-\xff]/.test(fs.readFileSync(path.join(dir, file), "utf8")))).toEqual([])
   })
 })
