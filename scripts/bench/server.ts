@@ -17,8 +17,9 @@ import { fileURLToPath } from "node:url"
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
-// The bundle is what `agent` runs (the package's bin).
-const bin = fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
+// The bundle is what `agent` runs (the package's bin); BENCH_SERVER_BIN=packages/cli/dist/bin.js runs the
+// unbundled build, whose profile names each library's files.
+const bin = process.env.BENCH_SERVER_BIN ?? fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
 
 const percentile = (values: Array<number>, p: number) => {
   const sorted = [...values].sort((a, b) => a - b)

@@ -17,6 +17,8 @@ export interface EventHubOptions {
   readonly clientCapacity?: number
   /** Text deltas of one part are merged over this window (default 50 ms). */
   readonly coalesce?: Duration.DurationInput
+  /** Every client gets a `server.heartbeat` this often (default 10 s), so proxies keep the connection. */
+  readonly heartbeat?: Duration.DurationInput
 }
 
 interface Client {
@@ -110,6 +112,21 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
         )
         yield* Effect.sync(flushDeltas).pipe(
           Effect.repeat({ schedule: Schedule.spaced(options.coalesce ?? "50 millis") }),
+          Effect.catchAllCause(Effect.logError),
+          Effect.forkScoped
+        )
+        // One timer for all clients, into the same queues as the events: merging a timer stream
+        // into each client's stream would fork a fiber for every chunk it pulls.
+        const heartbeat: ServerEvent = { type: "server.heartbeat", properties: {} }
+        yield* Effect.sync(() => {
+          for (const client of clients) {
+            if (!client.overflowed && Option.getOrElse(client.queue.unsafeSize(), () => 0) < client.capacity) {
+              client.queue.unsafeOffer(heartbeat)
+            }
+          }
+        }).pipe(
+          Effect.delay(options.heartbeat ?? "10 seconds"),
+          Effect.forever,
           Effect.catchAllCause(Effect.logError),
           Effect.forkScoped
         )
