@@ -1,7 +1,7 @@
 import type { FinishReason, TokenUsage } from "@agent/domain"
-import { APICallError, type LanguageModelV3FunctionTool, type LanguageModelV3Usage } from "@ai-sdk/provider"
+import { APICallError, type LanguageModelV3FunctionTool, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
 import type { ModelMessage } from "ai"
-import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { Chunk, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
 import { toProviderPrompt } from "./ProviderPrompt.js"
 
@@ -231,6 +231,9 @@ const parseToolCall = (
   return { type: "tool-call", toolCallId: call.toolCallId, toolName, input }
 }
 
+/** Parts read ahead of the loop before the pump waits for it (an answer's parts are small). */
+const PUMP_HIGH_WATER = 1024
+
 /**
  * One step straight on the provider's `doStream`. `streamText` validated and converted the
  * whole history with zod on every call (O(history) per step, most of a long session's CPU);
@@ -279,45 +282,92 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
         Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
         Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error))
       )
-      return Stream.fromReadableStream(() => result.stream, (error) => classifyError(info, error)).pipe(
-        Stream.mapEffect((part): Effect.Effect<LLMEvent | undefined, ProviderError> => {
-          switch (part.type) {
-            case "text-start":
-            case "text-end":
-            case "reasoning-start":
-            case "reasoning-end":
-              return Effect.succeed({ type: part.type, id: part.id })
-            case "text-delta":
-            case "reasoning-delta":
-              return Effect.succeed({ type: part.type, id: part.id, text: part.delta })
-            case "tool-input-start":
-              if (part.providerExecuted) return Effect.succeed(undefined)
-              return Effect.succeed({ type: "tool-input-start", id: part.id, toolName: part.toolName })
-            case "tool-input-delta":
-              return Effect.succeed({ type: "tool-input-delta", id: part.id, delta: part.delta })
-            case "tool-call":
-              if (part.providerExecuted) return Effect.succeed(undefined)
-              return Effect.succeed(parseToolCall(toolNames, part))
-            case "finish": {
-              finished = true
-              const usage = toTokenUsage(sdkUsage(part.usage))
-              return Effect.succeed({
-                type: "finish-step",
-                finishReason: part.finishReason.unified,
-                usage,
-                cost: costOf(info, usage)
-              })
+      // The response is read by a small pump into a buffer, and each pull takes everything
+      // buffered so far as one chunk: one channel step per batch of parts instead of one per
+      // part through several stream stages (most of a step's Effect work in bench:loop).
+      const reader = result.stream.getReader()
+      const buffer: Array<LLMEvent> = []
+      let ended = false
+      let terminal: Effect.Effect<never, Option.Option<ProviderError>> | undefined
+      let reading = false
+      let waiting: ((effect: Effect.Effect<Chunk.Chunk<LLMEvent>, Option.Option<ProviderError>>) => void) | undefined
+      // A stream cut off by our own abort ends as an interruption, not as a provider error.
+      const failWith = (error: unknown) =>
+        controller.signal.aborted && !finished ? Effect.interrupt : Effect.fail(Option.some(classifyError(info, error)))
+      const take = () => Chunk.unsafeFromArray(buffer.splice(0, buffer.length))
+      const deliver = () => {
+        const resume = waiting
+        if (!resume || (buffer.length === 0 && !terminal)) return
+        waiting = undefined
+        resume(buffer.length > 0 ? Effect.succeed(take()) : terminal!)
+      }
+      const pump = (): void => {
+        if (reading || terminal || buffer.length >= PUMP_HIGH_WATER) return
+        reading = true
+        reader.read().then(
+          ({ done, value }) => {
+            reading = false
+            if (done) {
+              ended = true
+              terminal = Effect.fail(Option.none())
+            } else if (value.type === "error") {
+              terminal = failWith(value.error)
+            } else {
+              const event = toEvent(value)
+              if (event) buffer.push(event)
+              pump()
             }
-            case "error":
-              return Effect.fail(classifyError(info, part.error))
-            default:
-              return Effect.succeed(undefined)
+            deliver()
+          },
+          (error: unknown) => {
+            reading = false
+            ended = true
+            terminal = failWith(error)
+            deliver()
           }
-        }),
-        Stream.filter((event): event is LLMEvent => event !== undefined),
-        // A stream cut off by our own abort ends as an interruption, not as a provider error.
-        Stream.catchAll((error) => controller.signal.aborted && !finished ? Stream.fromEffect(Effect.interrupt) : Stream.fail(error))
-      )
+        )
+      }
+      const toEvent = (part: LanguageModelV3StreamPart): LLMEvent | undefined => {
+        switch (part.type) {
+          case "text-start":
+          case "text-end":
+          case "reasoning-start":
+          case "reasoning-end":
+            return { type: part.type, id: part.id }
+          case "text-delta":
+          case "reasoning-delta":
+            return { type: part.type, id: part.id, text: part.delta }
+          case "tool-input-start":
+            return part.providerExecuted ? undefined : { type: "tool-input-start", id: part.id, toolName: part.toolName }
+          case "tool-input-delta":
+            return { type: "tool-input-delta", id: part.id, delta: part.delta }
+          case "tool-call":
+            return part.providerExecuted ? undefined : parseToolCall(toolNames, part)
+          case "finish": {
+            finished = true
+            const usage = toTokenUsage(sdkUsage(part.usage))
+            return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage) }
+          }
+          default:
+            return undefined
+        }
+      }
+      // Stopping early (the consumer is done or interrupted) releases the response.
+      yield* Effect.addFinalizer(() => Effect.sync(() => void (ended || reader.cancel().catch(() => undefined))))
+      const pull = Effect.suspend((): Effect.Effect<Chunk.Chunk<LLMEvent>, Option.Option<ProviderError>> => {
+        if (buffer.length > 0) {
+          const chunk = take()
+          pump()
+          return Effect.succeed(chunk)
+        }
+        if (terminal) return terminal
+        return Effect.async((resume) => {
+          waiting = resume
+          pump()
+          return Effect.sync(() => void (waiting = undefined))
+        })
+      })
+      return Stream.repeatEffectChunkOption(pull)
     })
   )
 }
