@@ -6,7 +6,7 @@
  */
 import { Instance, LLMService, makeAppLayer, SessionLoop, SessionStore, Tool } from "@agent/core"
 import { FakeLLM, ScriptedModel, TestRuntime } from "@agent/testing"
-import { Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -30,10 +30,12 @@ const timedLLM = (spent: Array<number>) =>
     Effect.gen(function*() {
       const real = yield* Effect.provide(LLMService, LLMService.layer)
       return {
-        stream: (request) =>
-          Stream.suspend(() => {
+        stream: real.stream,
+        // The loop's form: from the call until the response has ended (its events handled).
+        call: (request, onEvent) =>
+          Effect.suspend(() => {
             const started = performance.now()
-            return real.stream(request).pipe(Stream.ensuring(Effect.sync(() => spent.push(performance.now() - started))))
+            return real.call(request, onEvent).pipe(Effect.ensuring(Effect.sync(() => spent.push(performance.now() - started))))
           })
       }
     })
