@@ -95,6 +95,7 @@ const program = Effect.gen(function*() {
     const seenFinish = new Set<string>()
     let idle = 0
     let events = 0
+    let bytes = 0
 
     const stream = await fetch(`${url}/event`)
     const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader()
@@ -104,6 +105,7 @@ const program = Effect.gen(function*() {
         const { done, value } = await reader.read()
         if (done) throw new Error("event stream ended early")
         buffer += value
+        bytes += value.length
         const frames = buffer.split("\n\n")
         buffer = frames.pop()!
         const now = performance.now()
@@ -144,7 +146,7 @@ const program = Effect.gen(function*() {
         previous = at
       }
     }
-    return { wall, perStep, events, serverCpu }
+    return { wall, perStep, events, bytes, serverCpu }
   })
   const peakRss = peakRssOf(child.pid!)
   // A graceful stop (and, when profiling, time to write the profile) before the finalizer's SIGKILL.
@@ -158,7 +160,7 @@ const program = Effect.gen(function*() {
   fs.rmSync(dir, { recursive: true, force: true })
 
   const steps = SESSIONS * STEPS
-  console.log(`${SESSIONS} sessions × ${STEPS} steps through HTTP + SSE (${result.events} events streamed)`)
+  console.log(`${SESSIONS} sessions × ${STEPS} steps through HTTP + SSE (${result.events} events, ${(result.bytes / 1024 / 1024).toFixed(1)} MB streamed)`)
   console.log(`  wall time:   ${result.wall.toFixed(0)} ms, throughput ${(steps / (result.wall / 1000)).toFixed(0)} steps/s`)
   console.log(
     `  per step (all sessions interleaved on one server): p50 ${percentile(result.perStep, 50).toFixed(1)} ms, p99 ${percentile(result.perStep, 99).toFixed(1)} ms   [target p99 ≤ 50 ms]`

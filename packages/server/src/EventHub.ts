@@ -1,6 +1,6 @@
 import { Bus } from "@agent/core"
 import type { BusEvent } from "@agent/domain"
-import { Context, Deferred, type Duration, Effect, Layer, Option, Queue, Schedule, type Scope, Stream } from "effect"
+import { Cause, Chunk, Context, Deferred, type Duration, Effect, Layer, Option, Queue, Schedule, type Scope, Stream } from "effect"
 
 /** An event as it goes on the wire: the bus event with the server's sequence number. */
 export interface ServerEvent {
@@ -19,6 +19,12 @@ export interface EventHubOptions {
   readonly coalesce?: Duration.DurationInput
   /** Every client gets a `server.heartbeat` this often (default 10 s), so proxies keep the connection. */
   readonly heartbeat?: Duration.DurationInput
+  /**
+   * After an event, a client's stream waits this long for more before it writes (default 5 ms):
+   * one socket write for a burst instead of one per event (each write on a loopback socket costs
+   * the server ~0.2 ms of kernel time in bench:server).
+   */
+  readonly batch?: Duration.DurationInput
 }
 
 interface Client {
@@ -131,6 +137,23 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
           Effect.forkScoped
         )
 
+        const batchWindow = options.batch ?? "5 millis"
+        /** What is waiting now, plus what arrives within the batch window; the stream ends when the queue shuts down. */
+        const takeBatch = (queue: Queue.Queue<ServerEvent>) =>
+          Queue.takeBetween(queue, 1, clientCapacity + 1).pipe(
+            Effect.flatMap((first) =>
+              Effect.sleep(batchWindow).pipe(
+                Effect.zipRight(Queue.takeAll(queue)),
+                Effect.map((rest) => Chunk.appendAll(first, rest))
+              )
+            ),
+            Effect.catchAllCause((cause) =>
+              Effect.flatMap(Queue.isShutdown(queue), (down) =>
+                down && Cause.isInterruptedOnly(cause) ? Effect.fail(Option.none()) : Effect.failCause(Cause.map(cause, Option.some))
+              )
+            )
+          )
+
         const subscribe = (lastEventId?: number) =>
           Effect.gen(function*() {
             const client: Client = {
@@ -150,7 +173,7 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
             )
             return {
               events: Stream.fromIterable(replay).pipe(
-                Stream.concat(Stream.fromQueue(client.queue)),
+                Stream.concat(Stream.repeatEffectChunkOption(takeBatch(client.queue))),
                 Stream.takeUntil((event) => event.type === "server.overflow")
               ),
               dropped: Deferred.await(client.dropped)
