@@ -285,121 +285,121 @@ const openStep = (
   }))
 
   return Effect.gen(function*() {
-      const controller = new AbortController()
-      const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
-      if (request.abortSignal?.aborted) controller.abort(request.abortSignal.reason)
-      request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
-      let finished = false
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          request.abortSignal?.removeEventListener("abort", onOuterAbort)
-          // A finished response needs no abort (each abort walks the fetch's listeners).
-          if (!finished) controller.abort()
+    const controller = new AbortController()
+    const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
+    if (request.abortSignal?.aborted) controller.abort(request.abortSignal.reason)
+    request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
+    let finished = false
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        request.abortSignal?.removeEventListener("abort", onOuterAbort)
+        // A finished response needs no abort (each abort walks the fetch's listeners).
+        if (!finished) controller.abort()
+      })
+    )
+    const result = yield* Effect.tryPromise({
+      try: async () => {
+        const prompt = await toProviderPrompt(model, request.system.join("\n\n"), request.messages, controller.signal)
+        return model.doStream({
+          prompt,
+          abortSignal: controller.signal,
+          ...(tools.length > 0 ? { tools, toolChoice: { type: request.toolChoice ?? "auto" } } : {}),
+          ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+          ...(request.topP !== undefined ? { topP: request.topP } : {}),
+          ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {})
         })
-      )
-      const result = yield* Effect.tryPromise({
-        try: async () => {
-          const prompt = await toProviderPrompt(model, request.system.join("\n\n"), request.messages, controller.signal)
-          return model.doStream({
-            prompt,
-            abortSignal: controller.signal,
-            ...(tools.length > 0 ? { tools, toolChoice: { type: request.toolChoice ?? "auto" } } : {}),
-            ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-            ...(request.topP !== undefined ? { topP: request.topP } : {}),
-            ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {})
-          })
-        },
-        catch: (error) => classifyError(info, error)
-      }).pipe(
-        Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
-        Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error))
-      )
-      // The response is read by a small pump into a buffer, and each pull takes everything
-      // buffered so far: one wait per batch of parts, and no stream stage per part.
-      const reader = result.stream.getReader()
-      const buffer: Array<LLMEvent> = []
-      let ended = false
-      let terminal: Effect.Effect<undefined, ProviderError> | undefined
-      let reading = false
-      let waiting: ((effect: Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>) => void) | undefined
-      // A stream cut off by our own abort ends as an interruption, not as a provider error.
-      const failWith = (error: unknown) =>
-        controller.signal.aborted && !finished ? Effect.interrupt : Effect.fail(classifyError(info, error))
-      const take = () => buffer.splice(0, buffer.length)
-      const deliver = () => {
-        const resume = waiting
-        if (!resume || (buffer.length === 0 && !terminal)) return
-        waiting = undefined
-        resume(buffer.length > 0 ? Effect.succeed(take()) : terminal!)
-      }
-      const pump = (): void => {
-        if (reading || terminal || buffer.length >= PUMP_HIGH_WATER) return
-        reading = true
-        reader.read().then(
-          ({ done, value }) => {
-            reading = false
-            if (done) {
-              ended = true
-              terminal = Effect.succeed(undefined)
-            } else if (value.type === "error") {
-              terminal = failWith(value.error)
-            } else {
-              const event = toEvent(value)
-              if (event) buffer.push(event)
-              pump()
-            }
-            deliver()
-          },
-          (error: unknown) => {
-            reading = false
+      },
+      catch: (error) => classifyError(info, error)
+    }).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
+      Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error))
+    )
+    // The response is read by a small pump into a buffer, and each pull takes everything
+    // buffered so far: one wait per batch of parts, and no stream stage per part.
+    const reader = result.stream.getReader()
+    const buffer: Array<LLMEvent> = []
+    let ended = false
+    let terminal: Effect.Effect<undefined, ProviderError> | undefined
+    let reading = false
+    let waiting: ((effect: Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>) => void) | undefined
+    // A stream cut off by our own abort ends as an interruption, not as a provider error.
+    const failWith = (error: unknown) =>
+      controller.signal.aborted && !finished ? Effect.interrupt : Effect.fail(classifyError(info, error))
+    const take = () => buffer.splice(0, buffer.length)
+    const deliver = () => {
+      const resume = waiting
+      if (!resume || (buffer.length === 0 && !terminal)) return
+      waiting = undefined
+      resume(buffer.length > 0 ? Effect.succeed(take()) : terminal!)
+    }
+    const pump = (): void => {
+      if (reading || terminal || buffer.length >= PUMP_HIGH_WATER) return
+      reading = true
+      reader.read().then(
+        ({ done, value }) => {
+          reading = false
+          if (done) {
             ended = true
-            terminal = failWith(error)
-            deliver()
+            terminal = Effect.succeed(undefined)
+          } else if (value.type === "error") {
+            terminal = failWith(value.error)
+          } else {
+            const event = toEvent(value)
+            if (event) buffer.push(event)
+            pump()
           }
-        )
-      }
-      const toEvent = (part: LanguageModelV3StreamPart): LLMEvent | undefined => {
-        switch (part.type) {
-          case "text-start":
-          case "text-end":
-          case "reasoning-start":
-          case "reasoning-end":
-            return { type: part.type, id: part.id }
-          case "text-delta":
-          case "reasoning-delta":
-            return { type: part.type, id: part.id, text: part.delta }
-          case "tool-input-start":
-            return part.providerExecuted ? undefined : { type: "tool-input-start", id: part.id, toolName: part.toolName }
-          case "tool-input-delta":
-            return { type: "tool-input-delta", id: part.id, delta: part.delta }
-          case "tool-call":
-            return part.providerExecuted ? undefined : parseToolCall(toolNames, part)
-          case "finish": {
-            finished = true
-            const usage = toTokenUsage(sdkUsage(part.usage))
-            return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage) }
-          }
-          default:
-            return undefined
+          deliver()
+        },
+        (error: unknown) => {
+          reading = false
+          ended = true
+          terminal = failWith(error)
+          deliver()
         }
-      }
-      // Stopping early (the consumer is done or interrupted) releases the response.
-      yield* Effect.addFinalizer(() => Effect.sync(() => void (ended || reader.cancel().catch(() => undefined))))
-      // The next batch of events, or undefined once the response has ended.
-      return Effect.suspend((): Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError> => {
-        if (buffer.length > 0) {
-          const batch = take()
-          pump()
-          return Effect.succeed(batch)
+      )
+    }
+    const toEvent = (part: LanguageModelV3StreamPart): LLMEvent | undefined => {
+      switch (part.type) {
+        case "text-start":
+        case "text-end":
+        case "reasoning-start":
+        case "reasoning-end":
+          return { type: part.type, id: part.id }
+        case "text-delta":
+        case "reasoning-delta":
+          return { type: part.type, id: part.id, text: part.delta }
+        case "tool-input-start":
+          return part.providerExecuted ? undefined : { type: "tool-input-start", id: part.id, toolName: part.toolName }
+        case "tool-input-delta":
+          return { type: "tool-input-delta", id: part.id, delta: part.delta }
+        case "tool-call":
+          return part.providerExecuted ? undefined : parseToolCall(toolNames, part)
+        case "finish": {
+          finished = true
+          const usage = toTokenUsage(sdkUsage(part.usage))
+          return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage) }
         }
-        if (terminal) return terminal
-        return Effect.async((resume) => {
-          waiting = resume
-          pump()
-          return Effect.sync(() => void (waiting = undefined))
-        })
+        default:
+          return undefined
+      }
+    }
+    // Stopping early (the consumer is done or interrupted) releases the response.
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (ended || reader.cancel().catch(() => undefined))))
+    // The next batch of events, or undefined once the response has ended.
+    return Effect.suspend((): Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError> => {
+      if (buffer.length > 0) {
+        const batch = take()
+        pump()
+        return Effect.succeed(batch)
+      }
+      if (terminal) return terminal
+      return Effect.async((resume) => {
+        waiting = resume
+        pump()
+        return Effect.sync(() => void (waiting = undefined))
       })
     })
+  })
 }
 
 /** The provider's usage in the SDK's reporting shape (what `toTokenUsage` reads). */
