@@ -73,7 +73,8 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
 
         const deliver = (event: ServerEvent) => {
           recent.push(event)
-          if (recent.length > replayCapacity) recent.splice(0, recent.length - replayCapacity)
+          // Trimmed in batches: cutting one event off the front each time moved the whole buffer.
+          if (recent.length >= 2 * replayCapacity) recent.splice(0, recent.length - replayCapacity)
           for (const client of clients) {
             if (client.overflowed) continue
             if (Option.getOrElse(client.queue.unsafeSize(), () => 0) < client.capacity) {
@@ -166,7 +167,7 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
             // Registering and taking the replay happen in one synchronous block: no gap, no duplicate.
             const replay = yield* Effect.sync(() => {
               clients.add(client)
-              return lastEventId === undefined ? [] : recent.filter((event) => event.id! > lastEventId)
+              return lastEventId === undefined ? [] : recent.slice(-replayCapacity).filter((event) => event.id! > lastEventId)
             })
             yield* Effect.addFinalizer(() =>
               Effect.sync(() => clients.delete(client)).pipe(Effect.zipRight(Queue.shutdown(client.queue)))
