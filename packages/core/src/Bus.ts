@@ -1,5 +1,5 @@
 import type { BusEvent, BusEventOf, BusEventType } from "@agent/domain"
-import { Context, Effect, Layer, Queue, Ref, type Scope, Stream } from "effect"
+import { Context, Effect, Layer, Option, Queue, Ref, type Scope, Stream } from "effect"
 
 export interface SubscribeOptions<T extends BusEventType> {
   /** Only these event types (default: all). */
@@ -39,13 +39,22 @@ export class Bus extends Context.Tag("@agent/core/Bus")<
       const subscribers = new Set<Subscriber>()
       const dropped = yield* Ref.make(0)
 
-      const publish = Effect.fnUntraced(function*(event: BusEvent) {
-        for (const subscriber of subscribers) {
-          if (subscriber.types && !subscriber.types.has(event.type)) continue
-          if ((yield* Queue.size(subscriber.queue)) >= subscriber.capacity) yield* Ref.update(dropped, (n) => n + 1)
-          yield* Queue.offer(subscriber.queue, event)
-        }
-      })
+      // Several times per step: a queue with room takes the event directly, and only a full one
+      // goes through the effectful offer, which slides out its oldest event.
+      const publish = (event: BusEvent): Effect.Effect<void> =>
+        Effect.suspend(() => {
+          let full: Array<Subscriber> | undefined
+          for (const subscriber of subscribers) {
+            if (subscriber.types && !subscriber.types.has(event.type)) continue
+            const size = subscriber.queue.unsafeSize()
+            if (Option.isNone(size)) continue // shut down: its reader is gone
+            if (size.value < subscriber.capacity && subscriber.queue.unsafeOffer(event)) continue
+            ;(full ??= []).push(subscriber)
+          }
+          if (!full) return Effect.void
+          return Effect.forEach(full, (subscriber) =>
+            Ref.update(dropped, (n) => n + 1).pipe(Effect.zipRight(Queue.offer(subscriber.queue, event))), { discard: true })
+        })
 
       const subscribe = <T extends BusEventType = BusEventType>(options: SubscribeOptions<T> = {}) =>
         Effect.gen(function*() {

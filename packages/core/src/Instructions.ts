@@ -100,7 +100,6 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
 
   /** The trimmed text of `file`, or undefined when it is not a readable file. */
   // Checked every step, so synchronous: a stat is microseconds, a thread-pool round trip is not.
-  const readFile = (file: string): Effect.Effect<string | undefined> => Effect.sync(() => readFileSync(file))
   const readFileSync = (file: string): string | undefined => {
     {
       let stat: fs.Stats | undefined
@@ -135,7 +134,6 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
       return false
     }
   }
-  const isFile = (file: string): Effect.Effect<boolean> => Effect.sync(() => isFileSync(file))
 
   // --- configured entries, resolved once ------------------------------------------------------
 
@@ -249,24 +247,14 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
         const target = path.resolve(instance.directory, input.filePath)
         if (!projectEnabled || !within(target, instance.worktree)) return undefined
         const loaded = new Set((yield* collect(configuredOnce)).map((entry) => entry.source))
-        // One instruction file per directory (same name preference as the project files).
-        const candidates = yield* Effect.forEach(
-          upward(path.dirname(target), instance.worktree),
-          (dir) =>
-            Effect.gen(function*() {
-              for (const name of PROJECT_FILES) {
-                const file = path.join(dir, name)
-                if (yield* isFile(file)) return file
-              }
-              return undefined
-            }),
-          { concurrency: "unbounded" }
-        )
-        // Claim synchronously, so two reads of the same message cannot both attach a file.
+        // One instruction file per directory (same name preference as the project files), found
+        // and claimed in one synchronous block, so two reads of the same message cannot both
+        // attach a file (and a few stat calls need no fiber each).
         const picked = yield* Effect.sync(() => {
           const claimed = claimsOf(input.scope)
           const out: Array<string> = []
-          for (const file of candidates) {
+          for (const dir of upward(path.dirname(target), instance.worktree)) {
+            const file = PROJECT_FILES.map((name) => path.join(dir, name)).find(isFileSync)
             if (file === undefined || file === target || loaded.has(file) || claimed.has(file)) continue
             claimed.add(file)
             out.push(file)
@@ -274,7 +262,7 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
           return out
         })
         if (picked.length === 0) return undefined
-        const texts = yield* Effect.forEach(picked, readFile, { concurrency: "unbounded" })
+        const texts = picked.map(readFileSync)
         const blocks = picked.flatMap((file, index) => {
           const text = texts[index]
           return text ? [formatEntry(file, text)] : []

@@ -1,7 +1,7 @@
 import type { FinishReason, TokenUsage } from "@agent/domain"
-import { APICallError, type LanguageModelV3FunctionTool, type LanguageModelV3Usage } from "@ai-sdk/provider"
+import { APICallError, type LanguageModelV3FunctionTool, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
 import type { ModelMessage } from "ai"
-import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { Chunk, Context, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
 import { toProviderPrompt } from "./ProviderPrompt.js"
 
@@ -70,13 +70,44 @@ export class ProviderError extends Schema.TaggedError<ProviderError>()("Provider
 /** The name of the tool that receives unknown or malformed calls (never offered to the model). */
 export const INVALID_TOOL = "invalid"
 
-export class LLMService extends Context.Tag("@agent/core/LLMService")<
-  LLMService,
-  { readonly stream: (request: LLMRequest) => Stream.Stream<LLMEvent, ProviderError> }
->() {
+export interface LLMServiceShape {
+  /** One model call as a stream of events. */
+  readonly stream: (request: LLMRequest) => Stream.Stream<LLMEvent, ProviderError>
+  /**
+   * The same call folded: each event goes to `onEvent` in order, and the effect ends with the
+   * response. The session loop uses this form once per step: running a Stream costs about 500
+   * Effect operations of set-up and tear-down whatever its length, a fifth of a step's work.
+   */
+  readonly call: <E>(
+    request: LLMRequest,
+    onEvent: (event: LLMEvent) => Effect.Effect<void, E>
+  ) => Effect.Effect<void, ProviderError | E>
+}
+
+export class LLMService extends Context.Tag("@agent/core/LLMService")<LLMService, LLMServiceShape>() {
   /** The provider's `doStream`, one step per call, no SDK retries (the loop retries). */
   static readonly layer: Layer.Layer<LLMService> = Layer.succeed(LLMService, {
-    stream: (request) => streamStep(request)
+    stream: (request) =>
+      Stream.unwrapScoped(Effect.map(openStep(request), (next) =>
+        Stream.repeatEffectChunkOption(next.pipe(
+          Effect.mapError(Option.some),
+          Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray([...batch])) : Effect.fail(Option.none()))
+        )))),
+    call: (request, onEvent) =>
+      Effect.scoped(Effect.gen(function*() {
+        const next = yield* openStep(request)
+        for (;;) {
+          const batch = yield* next
+          if (!batch) return
+          for (const event of batch) yield* onEvent(event)
+        }
+      }))
+  })
+
+  /** A service from a stream alone (a custom or wrapped model backend); `call` folds the stream. */
+  static readonly fromStream = (stream: LLMServiceShape["stream"]): LLMServiceShape => ({
+    stream,
+    call: (request, onEvent) => Stream.runForEach(stream(request), onEvent)
   })
 }
 
@@ -231,13 +262,18 @@ const parseToolCall = (
   return { type: "tool-call", toolCallId: call.toolCallId, toolName, input }
 }
 
+/** Parts read ahead of the loop before the pump waits for it (an answer's parts are small). */
+const PUMP_HIGH_WATER = 1024
+
 /**
  * One step straight on the provider's `doStream`. `streamText` validated and converted the
  * whole history with zod on every call (O(history) per step, most of a long session's CPU);
  * the prompt is built by `toProviderPrompt`, which reuses converted messages across steps.
  * No SDK retries: the loop retries.
  */
-const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError> => {
+const openStep = (
+  request: LLMRequest
+): Effect.Effect<Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>, ProviderError, Scope.Scope> => {
   const info = request.model.info
   const model = request.model.language
   const toolNames = new Set(request.tools.map((spec) => spec.id))
@@ -248,78 +284,122 @@ const streamStep = (request: LLMRequest): Stream.Stream<LLMEvent, ProviderError>
     inputSchema: spec.parameters as LanguageModelV3FunctionTool["inputSchema"]
   }))
 
-  return Stream.unwrapScoped(
-    Effect.gen(function*() {
-      const controller = new AbortController()
-      const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
-      if (request.abortSignal?.aborted) controller.abort(request.abortSignal.reason)
-      request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
-      let finished = false
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          request.abortSignal?.removeEventListener("abort", onOuterAbort)
-          // A finished response needs no abort (each abort walks the fetch's listeners).
-          if (!finished) controller.abort()
+  return Effect.gen(function*() {
+    const controller = new AbortController()
+    const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
+    if (request.abortSignal?.aborted) controller.abort(request.abortSignal.reason)
+    request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
+    let finished = false
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        request.abortSignal?.removeEventListener("abort", onOuterAbort)
+        // A finished response needs no abort (each abort walks the fetch's listeners).
+        if (!finished) controller.abort()
+      })
+    )
+    const result = yield* Effect.tryPromise({
+      try: async () => {
+        const prompt = await toProviderPrompt(model, request.system.join("\n\n"), request.messages, controller.signal)
+        return model.doStream({
+          prompt,
+          abortSignal: controller.signal,
+          ...(tools.length > 0 ? { tools, toolChoice: { type: request.toolChoice ?? "auto" } } : {}),
+          ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+          ...(request.topP !== undefined ? { topP: request.topP } : {}),
+          ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {})
         })
-      )
-      const result = yield* Effect.tryPromise({
-        try: async () => {
-          const prompt = await toProviderPrompt(model, request.system.join("\n\n"), request.messages, controller.signal)
-          return model.doStream({
-            prompt,
-            abortSignal: controller.signal,
-            ...(tools.length > 0 ? { tools, toolChoice: { type: request.toolChoice ?? "auto" } } : {}),
-            ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-            ...(request.topP !== undefined ? { topP: request.topP } : {}),
-            ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {})
-          })
-        },
-        catch: (error) => classifyError(info, error)
-      }).pipe(
-        Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
-        Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error))
-      )
-      return Stream.fromReadableStream(() => result.stream, (error) => classifyError(info, error)).pipe(
-        Stream.mapEffect((part): Effect.Effect<LLMEvent | undefined, ProviderError> => {
-          switch (part.type) {
-            case "text-start":
-            case "text-end":
-            case "reasoning-start":
-            case "reasoning-end":
-              return Effect.succeed({ type: part.type, id: part.id })
-            case "text-delta":
-            case "reasoning-delta":
-              return Effect.succeed({ type: part.type, id: part.id, text: part.delta })
-            case "tool-input-start":
-              if (part.providerExecuted) return Effect.succeed(undefined)
-              return Effect.succeed({ type: "tool-input-start", id: part.id, toolName: part.toolName })
-            case "tool-input-delta":
-              return Effect.succeed({ type: "tool-input-delta", id: part.id, delta: part.delta })
-            case "tool-call":
-              if (part.providerExecuted) return Effect.succeed(undefined)
-              return Effect.succeed(parseToolCall(toolNames, part))
-            case "finish": {
-              finished = true
-              const usage = toTokenUsage(sdkUsage(part.usage))
-              return Effect.succeed({
-                type: "finish-step",
-                finishReason: part.finishReason.unified,
-                usage,
-                cost: costOf(info, usage)
-              })
-            }
-            case "error":
-              return Effect.fail(classifyError(info, part.error))
-            default:
-              return Effect.succeed(undefined)
+      },
+      catch: (error) => classifyError(info, error)
+    }).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
+      Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error))
+    )
+    // The response is read by a small pump into a buffer, and each pull takes everything
+    // buffered so far: one wait per batch of parts, and no stream stage per part.
+    const reader = result.stream.getReader()
+    const buffer: Array<LLMEvent> = []
+    let ended = false
+    let terminal: Effect.Effect<undefined, ProviderError> | undefined
+    let reading = false
+    let waiting: ((effect: Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>) => void) | undefined
+    // A stream cut off by our own abort ends as an interruption, not as a provider error.
+    const failWith = (error: unknown) =>
+      controller.signal.aborted && !finished ? Effect.interrupt : Effect.fail(classifyError(info, error))
+    const take = () => buffer.splice(0, buffer.length)
+    const deliver = () => {
+      const resume = waiting
+      if (!resume || (buffer.length === 0 && !terminal)) return
+      waiting = undefined
+      resume(buffer.length > 0 ? Effect.succeed(take()) : terminal!)
+    }
+    const pump = (): void => {
+      if (reading || terminal || buffer.length >= PUMP_HIGH_WATER) return
+      reading = true
+      reader.read().then(
+        ({ done, value }) => {
+          reading = false
+          if (done) {
+            ended = true
+            terminal = Effect.succeed(undefined)
+          } else if (value.type === "error") {
+            terminal = failWith(value.error)
+          } else {
+            const event = toEvent(value)
+            if (event) buffer.push(event)
+            pump()
           }
-        }),
-        Stream.filter((event): event is LLMEvent => event !== undefined),
-        // A stream cut off by our own abort ends as an interruption, not as a provider error.
-        Stream.catchAll((error) => controller.signal.aborted && !finished ? Stream.fromEffect(Effect.interrupt) : Stream.fail(error))
+          deliver()
+        },
+        (error: unknown) => {
+          reading = false
+          ended = true
+          terminal = failWith(error)
+          deliver()
+        }
       )
+    }
+    const toEvent = (part: LanguageModelV3StreamPart): LLMEvent | undefined => {
+      switch (part.type) {
+        case "text-start":
+        case "text-end":
+        case "reasoning-start":
+        case "reasoning-end":
+          return { type: part.type, id: part.id }
+        case "text-delta":
+        case "reasoning-delta":
+          return { type: part.type, id: part.id, text: part.delta }
+        case "tool-input-start":
+          return part.providerExecuted ? undefined : { type: "tool-input-start", id: part.id, toolName: part.toolName }
+        case "tool-input-delta":
+          return { type: "tool-input-delta", id: part.id, delta: part.delta }
+        case "tool-call":
+          return part.providerExecuted ? undefined : parseToolCall(toolNames, part)
+        case "finish": {
+          finished = true
+          const usage = toTokenUsage(sdkUsage(part.usage))
+          return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage) }
+        }
+        default:
+          return undefined
+      }
+    }
+    // Stopping early (the consumer is done or interrupted) releases the response.
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (ended || reader.cancel().catch(() => undefined))))
+    // The next batch of events, or undefined once the response has ended.
+    return Effect.suspend((): Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError> => {
+      if (buffer.length > 0) {
+        const batch = take()
+        pump()
+        return Effect.succeed(batch)
+      }
+      if (terminal) return terminal
+      return Effect.async((resume) => {
+        waiting = resume
+        pump()
+        return Effect.sync(() => void (waiting = undefined))
+      })
     })
-  )
+  })
 }
 
 /** The provider's usage in the SDK's reporting shape (what `toTokenUsage` reads). */

@@ -43,7 +43,7 @@ import { Bus } from "./Bus.js"
 import * as Identifier from "./Identifier.js"
 import { Instance } from "./Instance.js"
 import { InstructionLoader } from "./Instructions.js"
-import { INVALID_TOOL, type LLMEvent, LLMService, ProviderError } from "./LLMService.js"
+import { INVALID_TOOL, type LLMEvent, LLMService, ProviderError, type ToolSpec } from "./LLMService.js"
 import { type LiveMessage, ModelMessageCache } from "./MessageConversion.js"
 import * as Permission from "./Permission.js"
 import { PermissionService } from "./PermissionService.js"
@@ -1267,20 +1267,24 @@ function make() {
                   }
                 })
 
-              yield* llm.stream({
+              // Most tools describe themselves with a fixed text; only the others need an effect.
+              const specs: Array<ToolSpec> = []
+              for (const tool of input.tools) {
+                specs.push({
+                  id: tool.id,
+                  description: tool.describe ? yield* tool.describe(agent) : tool.description,
+                  parameters: Tool.jsonSchemaOf(tool)
+                })
+              }
+              yield* llm.call({
                 model,
                 system: input.system,
                 messages: input.messages,
-                tools: yield* Effect.forEach(input.tools, (tool) =>
-                  Effect.map(tool.describe ? tool.describe(agent) : Effect.succeed(tool.description), (description) => ({
-                    id: tool.id,
-                    description,
-                    parameters: Tool.jsonSchemaOf(tool)
-                  }))),
+                tools: specs,
                 abortSignal: abortController.signal,
                 ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
                 ...(agent.topP !== undefined ? { topP: agent.topP } : {})
-              }).pipe(Stream.runForEach(handle))
+              }, handle)
               // Every call the model made finishes (or fails) before the step ends.
               yield* FiberSet.awaitEmpty(toolFibers)
               const filesAfter = yield* recordFiles

@@ -43,6 +43,16 @@ describe("Bus", () => {
       expect(yield* bus.dropped()).toBe(0)
     }).pipe(Effect.provide(Bus.layer)))
 
+  it.scoped("a full subscriber loses its oldest events and keeps the newest", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      const slow = yield* bus.subscribe({ capacity: 3 })
+      for (let index = 0; index < 5; index++) yield* bus.publish(delta(index))
+      const kept = yield* Stream.runCollect(Stream.take(slow, 3))
+      expect(Chunk.toArray(kept).map((event) => event.type === "message.part.delta" && event.properties.delta)).toEqual(["x2", "x3", "x4"])
+      expect(yield* bus.dropped()).toBe(2)
+    }).pipe(Effect.provide(Bus.layer)))
+
   it.scoped("a stalled subscriber neither blocks publishers nor holds more than its capacity", () =>
     Effect.gen(function*() {
       const bus = yield* Bus

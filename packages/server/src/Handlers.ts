@@ -33,7 +33,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Chunk, Effect, FiberSet, Layer, Schedule, Stream } from "effect"
+import { Chunk, Effect, FiberSet, Layer, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -413,11 +413,9 @@ export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) 
           )
           return subscription.events
         }))
-        const heartbeat = Stream.fromSchedule(Schedule.spaced("10 seconds")).pipe(
-          Stream.map((): ServerEvent => ({ type: "server.heartbeat", properties: {} }))
-        )
+        // Heartbeats arrive through the hub, in the same queue as the events.
         const body = Stream.make<Array<ServerEvent>>({ type: "server.connected", properties: {} }).pipe(
-          Stream.concat(Stream.merge(events, heartbeat, { haltStrategy: "left" })),
+          Stream.concat(events),
           Stream.mapChunks(frames)
         )
         return HttpServerResponse.stream(body, {

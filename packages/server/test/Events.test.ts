@@ -62,6 +62,28 @@ describe("the event stream", () => {
       expect(todos[0].id).toBe(last.id + 1)
     }))
 
+  it.scopedLive("an idle connection gets heartbeats, which carry no id, and events still follow them", () =>
+    Effect.gen(function*() {
+      const { url, run } = yield* serve({ model: ScriptedModel.make(["x"]), server: { events: { heartbeat: "100 millis" } } })
+      const response = yield* Effect.promise(() => fetch(`${url}/event`))
+      const events = yield* Effect.promise(async () => {
+        let published = false
+        return readEvents(response, (events) => {
+          if (!published && events.filter((e) => e.type === "server.heartbeat").length >= 2) {
+            published = true
+            void Effect.runPromise(run(Effect.flatMap(Bus, (bus) => bus.publish(todo(1)))))
+          }
+          return events.some((e) => e.type === "todo.updated")
+        })
+      })
+      expect(events[0].type).toBe("server.connected")
+      const heartbeats = events.filter((e) => e.type === "server.heartbeat")
+      expect(heartbeats.length).toBeGreaterThanOrEqual(2)
+      expect(heartbeats.every((e) => e.id === undefined)).toBe(true)
+      expect(events.at(-1).type).toBe("todo.updated")
+      expect(typeof events.at(-1).id).toBe("number")
+    }))
+
   it.scopedLive("a client that reads nothing while 50 000 events are published is cut off; memory stays bounded", () =>
     Effect.gen(function*() {
       const { url, run } = yield* serve({

@@ -130,3 +130,55 @@ describe("tool calls from the provider", () => {
       expect(events.filter((event) => event.type === "text-delta").map((event) => (event as { text: string }).text).join("")).toBe("hi")
     }))
 })
+
+describe("the two forms of a model call", () => {
+  const request = (model: ScriptedModel) => ({
+    model: resolved(model),
+    system: ["You are a test."],
+    messages: [{ role: "user" as const, content: "go" }],
+    tools: [{ id: "read", description: "read", parameters: { type: "object", properties: {} } }]
+  })
+  const turn = () => [
+    ScriptedModel.text("one two three"),
+    ScriptedModel.toolCall("read", { filePath: "a" }, "call_a"),
+    ScriptedModel.fail({ statusCode: 500, message: "upstream broke mid-answer" }, "stream")
+  ]
+  /** Events by `call`, then the error it ended with (if any). */
+  const viaCall = (llm: LLMService["Type"], model: ScriptedModel) =>
+    Effect.gen(function*() {
+      const events: Array<LLMEvent> = []
+      const exit = yield* Effect.either(llm.call(request(model), (event) => Effect.sync(() => void events.push(event))))
+      return { events, error: exit._tag === "Left" ? exit.left : undefined }
+    })
+
+  it.live("`call` hands over the same events as `stream`, in order, and ends with the same provider error", () =>
+    Effect.gen(function*() {
+      const llm = yield* LLMService
+      const model = ScriptedModel.make([turn(), turn()])
+      const streamed: Array<LLMEvent> = []
+      const streamError = yield* llm.stream(request(model)).pipe(
+        Stream.runForEach((event) => Effect.sync(() => void streamed.push(event))),
+        Effect.flip
+      )
+      const called = yield* viaCall(llm, model)
+      const text = streamed.flatMap((event) => event.type === "text-delta" ? [event.text] : []).join("")
+      expect(text).toBe("one two three")
+      expect(streamed.filter((event) => event.type === "tool-call")).toEqual([expect.objectContaining({ toolName: "read", input: { filePath: "a" } })])
+      expect(called.events).toEqual(streamed)
+      expect(called.error?.message).toBe(streamError.message)
+      expect(streamError.message).toContain("upstream broke mid-answer")
+    }).pipe(Effect.provide(LLMService.layer)))
+
+  it.live("a backend given only as a stream still serves `call` (LLMService.fromStream)", () =>
+    Effect.gen(function*() {
+      const events: ReadonlyArray<LLMEvent> = [
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", text: "hi" },
+        { type: "text-end", id: "t" }
+      ]
+      const custom = LLMService.fromStream(() => Stream.fromIterable(events))
+      const seen: Array<LLMEvent> = []
+      yield* custom.call(request(ScriptedModel.make([])), (event) => Effect.sync(() => void seen.push(event)))
+      expect(seen).toEqual(events)
+    }))
+})
