@@ -91,7 +91,7 @@ export class LLMService extends Context.Tag("@agent/core/LLMService")<LLMService
       Stream.unwrapScoped(Effect.map(openStep(request), (next) =>
         Stream.repeatEffectChunkOption(next.pipe(
           Effect.mapError(Option.some),
-          Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray([...batch])) : Effect.fail(Option.none()))
+          Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray(batch)) : Effect.fail(Option.none()))
         )))),
     call: (request, onEvent) =>
       Effect.scoped(Effect.gen(function*() {
