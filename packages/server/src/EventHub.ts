@@ -71,13 +71,14 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
         const pending = new Map<string, PendingDelta>()
         let sequence = 0
 
+        const hasRoom = (client: Client) => Option.getOrElse(client.queue.unsafeSize(), () => 0) < client.capacity
         const deliver = (event: ServerEvent) => {
           recent.push(event)
           // Trimmed in batches: cutting one event off the front each time moved the whole buffer.
           if (recent.length >= 2 * replayCapacity) recent.splice(0, recent.length - replayCapacity)
           for (const client of clients) {
             if (client.overflowed) continue
-            if (Option.getOrElse(client.queue.unsafeSize(), () => 0) < client.capacity) {
+            if (hasRoom(client)) {
               client.queue.unsafeOffer(event)
               continue
             }
@@ -127,7 +128,7 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
         const heartbeat: ServerEvent = { type: "server.heartbeat", properties: {} }
         yield* Effect.sync(() => {
           for (const client of clients) {
-            if (!client.overflowed && Option.getOrElse(client.queue.unsafeSize(), () => 0) < client.capacity) {
+            if (!client.overflowed && hasRoom(client)) {
               client.queue.unsafeOffer(heartbeat)
             }
           }
