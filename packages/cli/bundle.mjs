@@ -2,6 +2,10 @@
 // line and one per group of commands, so `agent --help` reads a few files instead of
 // thousands of modules. Run after `tsc -b` (the root `build` script does).
 //
+// The bundle is CommonJS (esbuild splits only ES modules, so each file is turned into CommonJS
+// after the split): Node 20 can only give V8's code cache to scripts it compiles through `vm`,
+// and the bin installs that cache before it loads the CLI (src/CompileCache.ts).
+//
 // Two things keep the bundle behaving like the unbundled code:
 // - `import.meta.url` in workspace modules is replaced by the URL of the module it was written
 //   in (relative to the bundle, so the checkout can move): prompts/ and the tree-sitter wasm
@@ -52,7 +56,7 @@ const externalByPath = {
 
 fs.rmSync(outdir, { recursive: true, force: true })
 const result = await esbuild.build({
-  entryPoints: { bin: path.join(here, "dist", "bin.js") },
+  entryPoints: { cli: path.join(here, "dist", "bin.js") },
   outdir,
   bundle: true,
   splitting: true,
@@ -61,8 +65,6 @@ const result = await esbuild.build({
   // ESM builds where packages have them (jsonc-parser's "main" is a UMD build esbuild cannot follow).
   mainFields: ["module", "main"],
   target: "node20",
-  // Several packages are CommonJS and call require() for Node built-ins.
-  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
   plugins: [keepModuleUrls, externalByPath],
   // Every output file in one directory, so relative paths mean the same in each of them.
   chunkNames: "[name]-[hash]",
@@ -71,6 +73,46 @@ const result = await esbuild.build({
   legalComments: "none"
 })
 fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile))
+
+// Each file to CommonJS. A chunk's `import("./chunk.js")` becomes a `require` (through Node's
+// ES module loader a CommonJS file is also scanned for its export names). Other dynamic imports
+// (user tool files, Node built-ins) go through a function the bin's startup file defines: in
+// Node 20, `import()` in code compiled from V8's code cache fails once the script has been
+// collected ("A dynamic import callback was not specified"). `import.meta.url` is the file's URL.
+const chunkImport = /\bimport\("(\.\/[\w.-]+\.js)"\)/g
+const otherImport = /(^|[^\w$.])import\(/gm
+for (const file of fs.readdirSync(outdir).filter((name) => name.endsWith(".js"))) {
+  const full = path.join(outdir, file)
+  const source = fs.readFileSync(full, "utf8").replace(/^#!.*\n/, "")
+    .replace(chunkImport, (_, chunk) => `Promise.resolve().then(() => require(${JSON.stringify(chunk)}))`)
+  const converted = esbuild.transformSync(source, {
+    loader: "js",
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    define: { "import.meta.url": "__moduleUrl" },
+    banner: 'const __moduleUrl = require("node:url").pathToFileURL(__filename).href, __import = (specifier) => globalThis[Symbol.for("@agent/cli/import")](specifier);',
+    legalComments: "none"
+  })
+  fs.writeFileSync(full, converted.code.replace(otherImport, "$1__import("))
+}
+fs.writeFileSync(path.join(outdir, "package.json"), JSON.stringify({ type: "commonjs" }))
+
+// The bin: V8 flags and the code cache (one small file of its own), then the CLI.
+await esbuild.build({
+  entryPoints: { startup: path.join(here, "dist", "BundleStartup.js") },
+  outdir,
+  bundle: true,
+  format: "cjs",
+  platform: "node",
+  target: "node20",
+  logLevel: "warning",
+  legalComments: "none"
+})
+fs.writeFileSync(
+  path.join(outdir, "bin.js"),
+  '#!/usr/bin/env node\n"use strict";\nrequire("./startup.js").start(__dirname);\nrequire("./cli.js");\n'
+)
 fs.chmodSync(path.join(outdir, "bin.js"), 0o755)
 
 // V8 keeps the source of every module in memory, at one byte per character only when every
@@ -85,7 +127,7 @@ for (const file of fs.readdirSync(outdir).filter((name) => name.endsWith(".js"))
   const source = fs.readFileSync(full, "utf8")
   if (!outsideLatin1.test(source)) continue
   const escaped = source.replace(outsideLatin1, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)
-  const program = (text) => esbuild.transformSync(text, { loader: "js", format: "esm", target: "node20", charset: "ascii", minifyWhitespace: true }).code
+  const program = (text) => esbuild.transformSync(text, { loader: "js", format: "cjs", target: "node20", charset: "ascii", minifyWhitespace: true }).code
   if (program(escaped) === program(source)) fs.writeFileSync(full, escaped)
   else console.warn(`bundle: ${file} keeps characters past Latin-1 outside comments; V8 stores its source at two bytes per character`)
 }

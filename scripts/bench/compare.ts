@@ -14,6 +14,7 @@
  * Every run is checked: exit code 0 and every scripted model turn consumed.
  *
  * Usage: tsx scripts/bench/compare.ts <opencode binary> [six,100,1000]
+ * COMPARE_ONLY=agent runs our side alone (for profiling; no ratios), and then needs no OpenCode binary.
  */
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { Effect } from "effect"
@@ -30,7 +31,8 @@ const root = fileURLToPath(new URL("../../", import.meta.url))
 const agentBin = path.join(root, "packages/cli/dist/bundle/bin.js")
 const opencodeBin = process.argv[2]
 const wanted = (process.argv[3] ?? "six,100,1000").split(",")
-if (!opencodeBin || !fs.existsSync(opencodeBin)) {
+const agentOnly = process.env.COMPARE_ONLY === "agent"
+if (!agentOnly && (!opencodeBin || !fs.existsSync(opencodeBin))) {
   console.error("usage: tsx scripts/bench/compare.ts <opencode binary> [six,100,1000]")
   process.exit(2)
 }
@@ -166,7 +168,7 @@ const measure = (who: "agent" | "opencode", scenario: Scenario, home: string) =>
     }
     // COMPARE_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles our side.
     const nodeArgs = (process.env.COMPARE_AGENT_NODE_ARGS ?? "").split(" ").filter(Boolean)
-    const command = who === "agent" ? [process.execPath, ...nodeArgs, agentBin] : [opencodeBin]
+    const command = who === "agent" ? [process.execPath, ...nodeArgs, agentBin] : [opencodeBin!]
     const timeFile = path.join(project, "..", `${path.basename(project)}.time`)
     const args = ["-f", "%e %M", "-o", timeFile, ...command, "run", "--format", "json", "--title", "bench", scenario.prompt]
     const result = yield* Effect.async<{ code: number | null; stderr: string; stdout: string }>((resume) => {
@@ -198,21 +200,22 @@ const measure = (who: "agent" | "opencode", scenario: Scenario, home: string) =>
 
 const program = Effect.gen(function*() {
   const homes = { agent: path.join(work, "home-agent"), opencode: path.join(work, "home-opencode") }
-  const version = execFileSync(opencodeBin, ["--version"], { encoding: "utf8" }).trim()
+  const version = agentOnly ? "(not run)" : execFileSync(opencodeBin!, ["--version"], { encoding: "utf8" }).trim()
   console.log(`agent run vs opencode run ${version} (${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(1)} at start)`)
   // A first run of each warms caches (OpenCode's provider packages, both databases); it is not counted.
   // The shortest scenario does that as well as any (a warm-up of 1000 reads took OpenCode 7 minutes).
   const warmup = scenarios.length > 0 ? allScenarios.find((scenario) => scenario.name === "six") : undefined
   if (warmup) {
     yield* measure("agent", warmup, homes.agent)
-    yield* measure("opencode", warmup, homes.opencode)
+    if (!agentOnly) yield* measure("opencode", warmup, homes.opencode)
   }
   const rows: Array<Array<string>> = [["scenario", "", "wall s", "peak RSS MB", "step overhead first 20", "last 20", "last/first"]]
   const ms = (value: number) => (Number.isNaN(value) ? "-" : `${value.toFixed(1)} ms`)
   for (const scenario of scenarios) {
     const agent = yield* measure("agent", scenario, homes.agent)
-    const opencode = yield* measure("opencode", scenario, homes.opencode)
     rows.push([scenario.name, "agent", agent.wallSeconds.toFixed(2), agent.peakRssMb.toFixed(0), ms(agent.firstMs), ms(agent.lastMs), (agent.lastMs / agent.firstMs).toFixed(2)])
+    if (agentOnly) continue
+    const opencode = yield* measure("opencode", scenario, homes.opencode)
     rows.push(["", "opencode", opencode.wallSeconds.toFixed(2), opencode.peakRssMb.toFixed(0), ms(opencode.firstMs), ms(opencode.lastMs), (opencode.lastMs / opencode.firstMs).toFixed(2)])
     rows.push([
       "",

@@ -11,5 +11,5 @@ if (process.argv.length === 3 && (process.argv[2] === "--version" || process.arg
 // Before any module is evaluated or any wasm compiled (see EngineFlags.ts).
 atStartup()
 
-const { main } = await import("./Main.js")
-main(process.argv)
+// Not a top-level await: the bundle is CommonJS (see CompileCache.ts).
+void import("./Main.js").then(({ main }) => main(process.argv))
