@@ -1,7 +1,7 @@
 import type { FinishReason, TokenUsage } from "@agent/domain"
 import { APICallError, type LanguageModelV3FunctionTool, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
 import type { ModelMessage } from "ai"
-import { Chunk, Context, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
+import { Chunk, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
 import { toProviderPrompt } from "./ProviderPrompt.js"
 
@@ -88,20 +88,26 @@ export class LLMService extends Context.Tag("@agent/core/LLMService")<LLMService
   /** The provider's `doStream`, one step per call, no SDK retries (the loop retries). */
   static readonly layer: Layer.Layer<LLMService> = Layer.succeed(LLMService, {
     stream: (request) =>
-      Stream.unwrapScoped(Effect.map(openStep(request), (next) =>
-        Stream.repeatEffectChunkOption(next.pipe(
-          Effect.mapError(Option.some),
-          Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray(batch)) : Effect.fail(Option.none()))
-        )))),
+      Stream.unwrapScoped(Effect.uninterruptibleMask((restore) =>
+        restore(openStep(request)).pipe(
+          Effect.tap((step) => Effect.addFinalizer(() => Effect.sync(step.release))),
+          Effect.map(({ next }) =>
+            Stream.repeatEffectChunkOption(next.pipe(
+              Effect.mapError(Option.some),
+              Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray(batch)) : Effect.fail(Option.none()))
+            )))
+        ))),
+    // No scope: a scope and its finalizers cost more per step than the rest of the call.
     call: (request, onEvent) =>
-      Effect.scoped(Effect.gen(function*() {
-        const next = yield* openStep(request)
-        for (;;) {
-          const batch = yield* next
-          if (!batch) return
-          for (const event of batch) yield* onEvent(event)
-        }
-      }))
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(restore(openStep(request)), ({ next, release }) =>
+          restore(Effect.gen(function*() {
+            for (;;) {
+              const batch = yield* next
+              if (!batch) return
+              for (const event of batch) yield* onEvent(event)
+            }
+          })).pipe(Effect.ensuring(Effect.sync(release)))))
   })
 
   /** A service from a stream alone (a custom or wrapped model backend); `call` folds the stream. */
@@ -271,9 +277,14 @@ const PUMP_HIGH_WATER = 1024
  * the prompt is built by `toProviderPrompt`, which reuses converted messages across steps.
  * No SDK retries: the loop retries.
  */
-const openStep = (
-  request: LLMRequest
-): Effect.Effect<Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>, ProviderError, Scope.Scope> => {
+interface OpenStep {
+  /** The next batch of events, or undefined once the response has ended. */
+  readonly next: Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>
+  /** Lets go of the response (and aborts it unless it finished); the caller calls it once, at the end. */
+  readonly release: () => void
+}
+
+const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> => {
   const info = request.model.info
   const model = request.model.language
   const toolNames = new Set(request.tools.map((spec) => spec.id))
@@ -284,20 +295,22 @@ const openStep = (
     inputSchema: spec.parameters as LanguageModelV3FunctionTool["inputSchema"]
   }))
 
-  return Effect.gen(function*() {
+  return Effect.suspend(() => {
     const controller = new AbortController()
     const onOuterAbort = () => controller.abort(request.abortSignal?.reason)
     if (request.abortSignal?.aborted) controller.abort(request.abortSignal.reason)
     request.abortSignal?.addEventListener("abort", onOuterAbort, { once: true })
     let finished = false
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        request.abortSignal?.removeEventListener("abort", onOuterAbort)
-        // A finished response needs no abort (each abort walks the fetch's listeners).
-        if (!finished) controller.abort()
-      })
-    )
-    const result = yield* Effect.tryPromise({
+    let ended = false
+    let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined
+    const release = () => {
+      // Stopping early (the consumer is done or interrupted) releases the response.
+      if (reader && !ended) reader.cancel().catch(() => undefined)
+      request.abortSignal?.removeEventListener("abort", onOuterAbort)
+      // A finished response needs no abort (each abort walks the fetch's listeners).
+      if (!finished) controller.abort()
+    }
+    return Effect.tryPromise({
       try: async () => {
         const prompt = await toProviderPrompt(model, request.system.join("\n\n"), request.messages, controller.signal)
         return model.doStream({
@@ -312,93 +325,95 @@ const openStep = (
       catch: (error) => classifyError(info, error)
     }).pipe(
       Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
-      Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error))
+      Effect.catchAll((error) => controller.signal.aborted ? Effect.interrupt : Effect.fail(error)),
+      Effect.map((result) => read(result.stream.getReader())),
+      Effect.onError(() => Effect.sync(release))
     )
+
     // The response is read by a small pump into a buffer, and each pull takes everything
     // buffered so far: one wait per batch of parts, and no stream stage per part.
-    const reader = result.stream.getReader()
-    const buffer: Array<LLMEvent> = []
-    let ended = false
-    let terminal: Effect.Effect<undefined, ProviderError> | undefined
-    let reading = false
-    let waiting: ((effect: Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>) => void) | undefined
-    // A stream cut off by our own abort ends as an interruption, not as a provider error.
-    const failWith = (error: unknown) =>
-      controller.signal.aborted && !finished ? Effect.interrupt : Effect.fail(classifyError(info, error))
-    const take = () => buffer.splice(0, buffer.length)
-    const deliver = () => {
-      const resume = waiting
-      if (!resume || (buffer.length === 0 && !terminal)) return
-      waiting = undefined
-      resume(buffer.length > 0 ? Effect.succeed(take()) : terminal!)
-    }
-    const pump = (): void => {
-      if (reading || terminal || buffer.length >= PUMP_HIGH_WATER) return
-      reading = true
-      reader.read().then(
-        ({ done, value }) => {
-          reading = false
-          if (done) {
+    function read(response: ReadableStreamDefaultReader<LanguageModelV3StreamPart>): OpenStep {
+      reader = response
+      const buffer: Array<LLMEvent> = []
+      let terminal: Effect.Effect<undefined, ProviderError> | undefined
+      let reading = false
+      let waiting: ((effect: Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>) => void) | undefined
+      // A stream cut off by our own abort ends as an interruption, not as a provider error.
+      const failWith = (error: unknown) =>
+        controller.signal.aborted && !finished ? Effect.interrupt : Effect.fail(classifyError(info, error))
+      const take = () => buffer.splice(0, buffer.length)
+      const deliver = () => {
+        const resume = waiting
+        if (!resume || (buffer.length === 0 && !terminal)) return
+        waiting = undefined
+        resume(buffer.length > 0 ? Effect.succeed(take()) : terminal!)
+      }
+      const pump = (): void => {
+        if (reading || terminal || buffer.length >= PUMP_HIGH_WATER) return
+        reading = true
+        response.read().then(
+          ({ done, value }) => {
+            reading = false
+            if (done) {
+              ended = true
+              terminal = Effect.succeed(undefined)
+            } else if (value.type === "error") {
+              terminal = failWith(value.error)
+            } else {
+              const event = toEvent(value)
+              if (event) buffer.push(event)
+              pump()
+            }
+            deliver()
+          },
+          (error: unknown) => {
+            reading = false
             ended = true
-            terminal = Effect.succeed(undefined)
-          } else if (value.type === "error") {
-            terminal = failWith(value.error)
-          } else {
-            const event = toEvent(value)
-            if (event) buffer.push(event)
-            pump()
+            terminal = failWith(error)
+            deliver()
           }
-          deliver()
-        },
-        (error: unknown) => {
-          reading = false
-          ended = true
-          terminal = failWith(error)
-          deliver()
-        }
-      )
-    }
-    const toEvent = (part: LanguageModelV3StreamPart): LLMEvent | undefined => {
-      switch (part.type) {
-        case "text-start":
-        case "text-end":
-        case "reasoning-start":
-        case "reasoning-end":
-          return { type: part.type, id: part.id }
-        case "text-delta":
-        case "reasoning-delta":
-          return { type: part.type, id: part.id, text: part.delta }
-        case "tool-input-start":
-          return part.providerExecuted ? undefined : { type: "tool-input-start", id: part.id, toolName: part.toolName }
-        case "tool-input-delta":
-          return { type: "tool-input-delta", id: part.id, delta: part.delta }
-        case "tool-call":
-          return part.providerExecuted ? undefined : parseToolCall(toolNames, part)
-        case "finish": {
-          finished = true
-          const usage = toTokenUsage(sdkUsage(part.usage))
-          return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage) }
-        }
-        default:
-          return undefined
+        )
       }
-    }
-    // Stopping early (the consumer is done or interrupted) releases the response.
-    yield* Effect.addFinalizer(() => Effect.sync(() => void (ended || reader.cancel().catch(() => undefined))))
-    // The next batch of events, or undefined once the response has ended.
-    return Effect.suspend((): Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError> => {
-      if (buffer.length > 0) {
-        const batch = take()
-        pump()
-        return Effect.succeed(batch)
+      const toEvent = (part: LanguageModelV3StreamPart): LLMEvent | undefined => {
+        switch (part.type) {
+          case "text-start":
+          case "text-end":
+          case "reasoning-start":
+          case "reasoning-end":
+            return { type: part.type, id: part.id }
+          case "text-delta":
+          case "reasoning-delta":
+            return { type: part.type, id: part.id, text: part.delta }
+          case "tool-input-start":
+            return part.providerExecuted ? undefined : { type: "tool-input-start", id: part.id, toolName: part.toolName }
+          case "tool-input-delta":
+            return { type: "tool-input-delta", id: part.id, delta: part.delta }
+          case "tool-call":
+            return part.providerExecuted ? undefined : parseToolCall(toolNames, part)
+          case "finish": {
+            finished = true
+            const usage = toTokenUsage(sdkUsage(part.usage))
+            return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage) }
+          }
+          default:
+            return undefined
+        }
       }
-      if (terminal) return terminal
-      return Effect.async((resume) => {
-        waiting = resume
-        pump()
-        return Effect.sync(() => void (waiting = undefined))
+      const next = Effect.suspend((): Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError> => {
+        if (buffer.length > 0) {
+          const batch = take()
+          pump()
+          return Effect.succeed(batch)
+        }
+        if (terminal) return terminal
+        return Effect.async((resume) => {
+          waiting = resume
+          pump()
+          return Effect.sync(() => void (waiting = undefined))
+        })
       })
-    })
+      return { next, release }
+    }
   })
 }
 

@@ -988,8 +988,11 @@ function make() {
           messages: Array<ModelMessage>
           autoApprove: boolean
         }) =>
-          Effect.scoped(
-            Effect.gen(function*() {
+          Effect.suspend(() => {
+            // What the step leaves behind is cleaned up when it ends, in reverse order, as a scope
+            // would do; a scope and its finalizers cost more per step than the rest of the step's set-up.
+            const atEnd: Array<(exit: Exit.Exit<unknown, unknown>) => Effect.Effect<void>> = []
+            return Effect.gen(function*() {
               const { agent, message, model } = input
               const info = message.info as AssistantMessage
               // --- snapshot: the files before the step; after it (on success below, or here when
@@ -1005,7 +1008,7 @@ function make() {
                 files?.patch
                   ? writePart(message, { id: Identifier.ascending("part") as PartID, sessionID, messageID: info.id, type: "patch", ...files.patch, files: [...files.patch.files] })
                   : Effect.void
-              yield* Effect.addFinalizer((exit) => {
+              atEnd.push((exit) => {
                 if (filesRecorded || Exit.isSuccess(exit)) return Effect.void
                 if (Option.isSome(Cause.failureOption(exit.cause))) return Effect.sync(() => stepFiles.failed(filesBefore))
                 return recordFiles.pipe(
@@ -1018,14 +1021,16 @@ function make() {
                 )
               })
               // --- end snapshot
-              const toolFibers = yield* FiberSet.make<void, never>()
+              // The step's running tool calls: interrupted if the step ends early.
+              const toolFibers = new Set<Fiber.RuntimeFiber<void, never>>()
+              atEnd.push(() => toolFibers.size === 0 ? Effect.void : Fiber.interruptAll([...toolFibers]))
               const open = new Map<string, Part>()
               const toolParts = new Map<string, ToolPart>()
               let blocked = false
               let stepFinish: Extract<LLMEvent, { type: "finish-step" }> | undefined
               const abortController = new AbortController()
               // Tools still running when the step ends early are told to stop.
-              yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => abortController.abort()))
+              atEnd.push((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => abortController.abort()))
 
               const stepStart: Part = {
                 id: Identifier.ascending("part") as PartID,
@@ -1255,7 +1260,9 @@ function make() {
                       if (!(yield* doomLoop(running, toolInput))) return
                       toolParts.set(event.toolCallId, running)
                       yield* writePart(message, running)
-                      yield* FiberSet.run(toolFibers, runTool(running, routed.input))
+                      const fiber = yield* Effect.forkDaemon(runTool(running, routed.input))
+                      toolFibers.add(fiber)
+                      fiber.addObserver(() => toolFibers.delete(fiber))
                       return
                     }
                     case "finish-step": {
@@ -1286,7 +1293,7 @@ function make() {
                 ...(agent.topP !== undefined ? { topP: agent.topP } : {})
               }, handle)
               // Every call the model made finishes (or fails) before the step ends.
-              yield* FiberSet.awaitEmpty(toolFibers)
+              while (toolFibers.size > 0) yield* Fiber.await(toolFibers.values().next().value!)
               const filesAfter = yield* recordFiles
               if (stepFinish) {
                 const { cost, finishReason, usage } = stepFinish
@@ -1312,8 +1319,8 @@ function make() {
               yield* finishMessage(message, { finish })
               if (blocked) return { reason: "rejected" as const }
               return undefined
-            })
-          )
+            }).pipe(Effect.onExit((exit) => Effect.forEach(atEnd.reverse(), (end) => end(exit), { discard: true })))
+          })
 
         /** Marks everything left unfinished by an abort or a limit, then completes the message. */
         const cleanUp = (reason: StopReason, error: MessageError | undefined) =>
