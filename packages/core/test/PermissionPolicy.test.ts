@@ -91,6 +91,32 @@ describe("enterprise policy", () => {
       expect(audit).toEqual(["ask", "once"])
     }))
 
+  it.scoped("the managed policy decides as its file is written, and AGENT_PERMISSION cannot loosen it", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox({
+        files: {
+          // the user writes the same keys in the opposite order, and allows everything
+          "project/agent.json": { permission: { webfetch: "allow", bash: { "git *": "deny", "*": "allow" } } },
+          "managed/agent.json": { tools: { webfetch: false }, permission: { bash: { "*": "deny", "git *": "allow" } } }
+        },
+        env: { AGENT_PERMISSION: JSON.stringify({ webfetch: "allow", bash: "allow" }) }
+      })
+      const app = makeAppLayer({ instance: Layer.succeed(Instance, box.instance), approvals: ApprovalStore.layerMemory })
+      yield* Effect.gen(function*() {
+        const policy = yield* PermissionPolicy
+        expect(Permission.strip(policy.rules)).toEqual([
+          { permission: "webfetch", pattern: "*", action: "deny" },
+          { permission: "bash", pattern: "*", action: "deny" },
+          { permission: "bash", pattern: "git *", action: "allow" }
+        ])
+        expect(policy.rules[2]!.source).toMatchObject({ layer: "policy", file: box.path("managed/agent.json"), key: "permission.bash.git *" })
+        expect(yield* Effect.flip(askAsBuild("webfetch", "https://example.com"))).toBeInstanceOf(DeniedError)
+        expect(yield* Effect.flip(askAsBuild("bash", "make deploy"))).toBeInstanceOf(DeniedError)
+        // the managed file allows git after denying everything else: that order holds
+        yield* askAsBuild("bash", "git status")
+      }).pipe(Effect.provide(app))
+    }))
+
   it.scoped("by default, the managed config's permission key is the policy", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox({

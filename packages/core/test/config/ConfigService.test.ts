@@ -527,6 +527,40 @@ describe("post-processing", () => {
       expect(bad.warnings).toEqual([expect.objectContaining({ file: "env:AGENT_PERMISSION", key: "permission" })])
     })))
 
+  it.live("the managed dir wins over AGENT_PERMISSION, and its permission is kept apart in its own order", () =>
+    live(Effect.gen(function*() {
+      const box = yield* sandbox
+      box.write(path.join(box.project, "agent.json"), { permission: { bash: { "git *": "deny", "*": "allow" } } })
+      const managedText = `{\n  "tools": {"webfetch": false},\n  "permission": {\n    "bash": {\n      "*": "deny",\n      "git *": "allow"\n    }\n  }\n}`
+      const managed = box.write(path.join(box.managedDir, "agent.json"), managedText)
+      const info = yield* loadConfig(box.instance({ AGENT_PERMISSION: `{"webfetch": "allow", "bash": {"*": "allow"}}` }))
+      // merged: the managed values win, at the positions the user's keys already had
+      expect(info.config.permission).toEqual({ webfetch: "allow", bash: { "git *": "allow", "*": "deny" } })
+      expect(info.origin(["permission", "bash", "*"])?.file).toBe(managed)
+      // the policy: the managed files alone, as written (tools first, explicit permission on top)
+      expect(info.managed?.permission).toEqual({ webfetch: "deny", bash: { "*": "deny", "git *": "allow" } })
+      expect(Object.keys((info.managed?.permission as Record<string, object>).bash!)).toEqual(["*", "git *"])
+      expect(info.managed?.origin(["permission", "bash", "git *"])).toEqual({
+        file: managed,
+        key: "permission.bash.git *",
+        line: lineOf(managedText, `"git *"`)
+      })
+      expect(info.managed?.origin(["permission", "webfetch"])).toMatchObject({ file: managed, key: "tools.webfetch", line: 2 })
+
+      fs.rmSync(managed)
+      expect((yield* loadConfig(box.instance())).managed).toBeUndefined()
+    })))
+
+  it.live("a bad managed permission is an error naming the managed file", () =>
+    live(Effect.gen(function*() {
+      const box = yield* sandbox
+      const managed = box.write(path.join(box.managedDir, "agent.json"), `{\n  "permission": {"bash": {"curl *": "never"}}\n}`)
+      const error = yield* Effect.flip(loadConfig(box.instance()))
+      expect(error.file).toBe(managed)
+      expect(error.line).toBe(2)
+      expect(error.key).toBe("permission.bash.curl *")
+    })))
+
   it.live("username defaults to the OS user; compaction switches come from env", () =>
     live(Effect.gen(function*() {
       const box = yield* sandbox
