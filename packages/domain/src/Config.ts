@@ -91,23 +91,49 @@ export const ModelLimit = Schema.Struct({
   output: NonNegativeInt
 })
 
-export const ModelCost = Schema.Struct({
+const ModelPrice = {
   input: Schema.Number,
   output: Schema.Number,
   cache_read: Schema.optional(Schema.Number),
   cache_write: Schema.optional(Schema.Number)
+}
+
+export const ModelCost = Schema.Struct({
+  ...ModelPrice,
+  /** OpenCode's price above 200K tokens of context: accepted, not used. */
+  context_over_200k: Schema.optional(Schema.Struct(ModelPrice))
 })
 
+const Modality = Schema.Literal("text", "audio", "image", "video", "pdf")
+
+const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * One model of a provider, in OpenCode's shape (its models.dev fields, all optional). This runtime
+ * uses `id`, `name`, `limit`, `cost`, `options` and `headers`; the catalogue fields `family`,
+ * `release_date`, `modalities`, `interleaved`, `status`, `experimental`, `provider` and `variants`
+ * are accepted so that OpenCode configs load unchanged.
+ */
 export const ProviderModelConfig = Schema.Struct({
   id: Schema.optional(Schema.String),
   name: Schema.optional(Schema.String),
+  family: Schema.optional(Schema.String),
+  release_date: Schema.optional(Schema.String),
   limit: Schema.optional(ModelLimit),
   cost: Schema.optional(ModelCost),
   temperature: Schema.optional(Schema.Boolean),
   tool_call: Schema.optional(Schema.Boolean),
   reasoning: Schema.optional(Schema.Boolean),
   attachment: Schema.optional(Schema.Boolean),
-  options: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  interleaved: Schema.optional(
+    Schema.Union(Schema.Literal(true), Schema.Struct({ field: Schema.Literal("reasoning_content", "reasoning_details") }))
+  ),
+  modalities: Schema.optional(Schema.Struct({ input: Schema.Array(Modality), output: Schema.Array(Modality) })),
+  experimental: Schema.optional(Schema.Boolean),
+  status: Schema.optional(Schema.Literal("alpha", "beta", "deprecated")),
+  provider: Schema.optional(Schema.Struct({ npm: Schema.optional(Schema.String), api: Schema.optional(Schema.String) })),
+  variants: Schema.optional(Schema.Record({ key: Schema.String, value: AnyRecord })),
+  options: Schema.optional(AnyRecord),
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 
