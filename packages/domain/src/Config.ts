@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AgentMode } from "./Agent.js"
+import { AgentMode, parseModelRef } from "./Agent.js"
 import { PermissionConfig } from "./Permission.js"
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
@@ -26,10 +26,18 @@ export const RunLimits = Schema.Struct({
 })
 export type RunLimits = typeof RunLimits.Type
 
+/** `provider/model` (the model id may hold more slashes); anything else would be dropped silently later. */
+export const ModelRefString = Schema.String.pipe(
+  Schema.filter((value) => parseModelRef(value) !== undefined, {
+    message: (issue) =>
+      `expected "provider/model" (e.g. "anthropic/claude-sonnet-4-5"), actual ${JSON.stringify(issue.actual)}`
+  })
+)
+
 /** One entry of `agent.<name>` (and legacy `mode.<name>`), or a markdown agent's front matter. */
 export const AgentConfig = Schema.Struct({
   name: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.String),
+  model: Schema.optional(ModelRefString),
   variant: Schema.optional(Schema.String),
   temperature: Schema.optional(Schema.Number),
   top_p: Schema.optional(Schema.Number),
@@ -231,8 +239,8 @@ export const SkillsConfig = Schema.Struct({
 
 export const Config = Schema.Struct({
   $schema: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.String),
-  small_model: Schema.optional(Schema.String),
+  model: Schema.optional(ModelRefString),
+  small_model: Schema.optional(ModelRefString),
   default_agent: Schema.optional(Schema.String),
   username: Schema.optional(Schema.String),
   agent: Schema.optional(Schema.Record({ key: Schema.String, value: AgentConfig })),

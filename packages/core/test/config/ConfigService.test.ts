@@ -202,11 +202,11 @@ describe("substitution", () => {
       const box = yield* sandbox
       box.write(
         path.join(box.project, "agent.json"),
-        `{"model": "{env:MODEL}", "small_model": "x{env:UNSET}y", "agent": {"build": {"temperature": {env:TEMP}}}}`
+        `{"model": "{env:MODEL}", "small_model": "x/{env:UNSET}y", "agent": {"build": {"temperature": {env:TEMP}}}}`
       )
       const { config } = yield* loadConfig(box.instance({ MODEL: "anthropic/claude", TEMP: "0.25" }))
       expect(config.model).toBe("anthropic/claude")
-      expect(config.small_model).toBe("xy")
+      expect(config.small_model).toBe("x/y")
       expect(config.agent?.build?.temperature).toBe(0.25)
     })))
 
@@ -338,6 +338,28 @@ describe("validation", () => {
       expect(error.line).toBe(5)
       expect(error.key).toBe("permission.bash.rm *")
       expect(error.detail).toBe(`Expected "allow" | "deny" | "ask", actual "nope"`)
+    })))
+
+  it.live("a model that is not provider/model is an error at its key, in JSON and in front matter", () =>
+    live(Effect.gen(function*() {
+      const box = yield* sandbox
+      const file = box.write(path.join(box.project, "agent.json"), `{\n  "model": "a/b",\n  "agent": {\n    "build": {"model": "gpt-4o"}\n  }\n}`)
+      const error = yield* Effect.flip(loadConfig(box.instance()))
+      expect(error.file).toBe(file)
+      expect(error.line).toBe(4)
+      expect(error.key).toBe("agent.build.model")
+      expect(error.detail).toBe(`expected "provider/model" (e.g. "anthropic/claude-sonnet-4-5"), actual "gpt-4o"`)
+
+      box.write(file, { small_model: "haiku" })
+      expect((yield* Effect.flip(loadConfig(box.instance()))).key).toBe("small_model")
+
+      fs.rmSync(file)
+      const md = box.write(path.join(box.project, ".agent", "agents", "review.md"), "---\ndescription: x\nmodel: sonnet\n---\nReview.\n")
+      const mdError = yield* Effect.flip(loadConfig(box.instance()))
+      expect([mdError.file, mdError.line, mdError.key]).toEqual([md, 3, "agent.review.model"])
+      // the model id itself may hold slashes
+      box.write(md, "---\nmodel: openrouter/meta-llama/llama-3.3-70b\n---\nReview.\n")
+      expect((yield* loadConfig(box.instance())).config.agent?.review?.model).toBe("openrouter/meta-llama/llama-3.3-70b")
     })))
 
   it.live("an unknown nested key is an error at that key", () =>
