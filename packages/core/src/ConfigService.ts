@@ -586,7 +586,13 @@ const decodeConfig = Schema.decodeUnknownEither(Config, { errors: "all", onExces
 
 /** Schema spells out whole struct types; a config author needs the kind of value. */
 const expectedText = (expected: string): string =>
-  expected.startsWith("{") ? "an object" : expected.startsWith("ReadonlyArray<") ? `an array` : expected
+  expected.startsWith("{")
+    ? "an object"
+    : expected.startsWith("ReadonlyArray<")
+    ? "an array"
+    : expected.startsWith("readonly [")
+    ? "a non-empty array"
+    : expected
 
 /** Turns the most specific schema issue into an error naming the file that set the value. */
 const validationError = (error: ParseResult.ParseError, prov: Provenance): ConfigError => {
@@ -596,12 +602,21 @@ const validationError = (error: ParseResult.ParseError, prov: Provenance): Confi
   const issues = useful.length > 0 ? useful : all
   let first = issues[0]!
   for (const issue of issues) if (issue.path.length > first.path.length) first = issue
-  const p = first.path.map(String)
-  const same = issues.filter((issue) => pathKey(issue.path.map(String)) === pathKey(p))
+  let p = first.path.map(String)
+  const atPath = issues.filter((issue) => pathKey(issue.path.map(String)) === pathKey(p))
+  // In a union (e.g. an MCP entry), the branches that do not know this key call it unexpected;
+  // when another branch says what the value should be, that is the useful answer.
+  const typed = atPath.filter((issue) => issue._tag !== "Unexpected")
+  const same = typed.length > 0 ? typed : atPath
+  first = same[0]!
   const last = p[p.length - 1] ?? ""
   let detail: string
   if (first._tag === "Unexpected") {
     detail = `unrecognized key "${last}" (${first.message.replace(/^is unexpected, /, "")})`
+  } else if (first._tag === "Missing" && /^\d+$/.test(last)) {
+    // A non-empty array (an MCP `command`) was given as [].
+    p = p.slice(0, -1)
+    detail = "must not be empty"
   } else if (first._tag === "Missing") {
     detail = `required key "${last}" is missing`
   } else {

@@ -362,6 +362,24 @@ describe("validation", () => {
       expect((yield* loadConfig(box.instance())).config.agent?.review?.model).toBe("openrouter/meta-llama/llama-3.3-70b")
     })))
 
+  it.live("a bad MCP entry names what the value should be, not the keys another kind of entry lacks", () =>
+    live(Effect.gen(function*() {
+      const box = yield* sandbox
+      const file = path.join(box.project, "agent.json")
+      const detailOf = (mcp: object) =>
+        Effect.gen(function*() {
+          box.write(file, { mcp: { files: mcp } })
+          const error = yield* Effect.flip(loadConfig(box.instance()))
+          expect(error.file).toBe(file)
+          return `${error.key}: ${error.detail}`
+        })
+      expect(yield* detailOf({ type: "local", command: "npx server" })).toBe(
+        `mcp.files.command: Expected a non-empty array, actual "npx server"`
+      )
+      expect(yield* detailOf({ type: "local", command: [] })).toBe("mcp.files.command: must not be empty")
+      expect(yield* detailOf({ type: "stdio", command: ["x"] })).toBe(`mcp.files.type: Expected "local" | "remote", actual "stdio"`)
+    })))
+
   it.live("an unknown nested key is an error at that key", () =>
     live(Effect.gen(function*() {
       const box = yield* sandbox
