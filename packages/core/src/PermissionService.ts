@@ -217,8 +217,12 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
         return {
           ask,
           reply,
-          list: () => Effect.sync(() => [...pending.values()].map((entry) => entry.request)),
-          approvals: () => Ref.get(approved)
+          list: Effect.fn("PermissionService.list")(function*() {
+            return [...pending.values()].map((entry) => entry.request)
+          }),
+          approvals: Effect.fn("PermissionService.approvals")(function*() {
+            return yield* Ref.get(approved)
+          })
         }
       })
     )

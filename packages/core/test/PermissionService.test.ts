@@ -200,6 +200,43 @@ describe("approvals persist per project", () => {
     }).pipe(Effect.scoped))
 
 
+  it.live("approvals belong to their project: another project in the same database still asks", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox({ files: { "other/.git/HEAD": "ref: refs/heads/main\n" } })
+      const other = makeInstanceInfo({ directory: box.path("other"), home: box.instance.home, env: box.instance.env })
+      expect(other.projectID).not.toBe(box.instance.projectID)
+      const appOf = (info: typeof other) => makeAppLayer({ instance: Layer.succeed(Instance, info) })
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          const permissions = yield* PermissionService
+          const fiber = yield* Effect.fork(bash(sessionA, "cargo test"))
+          const [request] = yield* waitForPending(1)
+          yield* permissions.reply({ requestID: request!.id, reply: "always" })
+          yield* Fiber.join(fiber)
+        }).pipe(Effect.provide(appOf(box.instance)))
+      )
+      // same user, same database file, another repository: the approval does not apply
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          const permissions = yield* PermissionService
+          expect(yield* permissions.approvals()).toEqual([])
+          const fiber = yield* Effect.fork(bash(sessionB, "cargo test"))
+          const [request] = yield* waitForPending(1)
+          expect(request!.patterns).toEqual(["cargo test"])
+          yield* permissions.reply({ requestID: request!.id, reply: "once" })
+          yield* Fiber.join(fiber)
+        }).pipe(Effect.provide(appOf(other)))
+      )
+      // and the first project still has it
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          yield* bash(sessionB, "cargo test --release")
+          expect((yield* (yield* PermissionService).list())).toEqual([])
+        }).pipe(Effect.provide(appOf(box.instance)))
+      )
+    }).pipe(Effect.scoped))
+
+
   it.live("an always answer survives a restart", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox()
