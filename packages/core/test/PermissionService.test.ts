@@ -60,7 +60,7 @@ describe("PermissionService.ask", () => {
         permissions.ask({ sessionID: sessionA, permission: "bash", patterns: ["ls", "rm -rf /"], always: [], ruleset })
       )
       expect(error).toBeInstanceOf(DeniedError)
-      expect(error.message).toContain("prevents you from using this specific tool call")
+      expect(error.message).toMatch(/^Blocked by the user's permission rules: bash is denied for "rm -rf \/"\./)
       expect((error as DeniedError).rules.map((rule) => rule.pattern)).toEqual(["*", "*", "ls *", "rm *"])
       expect(yield* permissions.list()).toEqual([])
     }).pipe(Effect.provide(testLayer)))
@@ -124,7 +124,7 @@ describe("PermissionService.ask", () => {
       yield* permissions.reply({ requestID: pending[0]!.id, reply: "reject" })
       const firstError = yield* Effect.flip(Fiber.join(first))
       expect(firstError).toBeInstanceOf(RejectedError)
-      expect(firstError.message).toBe("The user rejected permission to use this specific tool call.")
+      expect(firstError.message).toBe("The user said no to this tool call; it did not run.")
       expect(yield* Effect.flip(Fiber.join(second))).toBeInstanceOf(RejectedError)
       // another session's request is untouched
       expect((yield* permissions.list()).map((request) => request.sessionID)).toEqual([sessionB])
@@ -140,7 +140,7 @@ describe("PermissionService.ask", () => {
       const error = yield* Effect.flip(Fiber.join(fiber))
       expect(error).toBeInstanceOf(CorrectedError)
       expect(error.message).toBe(
-        "The user rejected permission to use this specific tool call with the following feedback: push to a branch, not main"
+        "The user said no to this tool call; it did not run. Their instructions: push to a branch, not main"
       )
     }).pipe(Effect.provide(testLayer)))
 
