@@ -1,5 +1,5 @@
 import { DeniedError, type SessionID } from "@agent/domain"
-import { TestInstance } from "@agent/testing"
+import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import { AgentRegistry } from "../src/AgentRegistry.js"
@@ -9,6 +9,8 @@ import { Instance } from "../src/Instance.js"
 import * as Permission from "../src/Permission.js"
 import { type PermissionDecision, PermissionPolicy } from "../src/PermissionPolicy.js"
 import { PermissionService } from "../src/PermissionService.js"
+import { SessionLoop } from "../src/SessionLoop.js"
+import { SessionStore } from "../src/SessionStore.js"
 
 const sessionID = "ses_cccccccccccccccccccccccccc" as SessionID
 
@@ -139,5 +141,26 @@ describe("enterprise policy", () => {
         expect(yield* Effect.flip(askAsBuild("bash", "wget http://x"))).toBeInstanceOf(DeniedError)
         yield* askAsBuild("bash", "ls")
       }).pipe(Effect.provide(app))
+    }))
+
+  it.scopedLive("the model is not offered a tool the policy denies outright, whatever the user allows", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make(["Done."])
+      const { layer } = yield* TestRuntime.make({
+        model,
+        files: { "project/agent.json": { permission: { webfetch: "allow", bash: { "git *": "deny", "*": "allow" } } } },
+        // bash: everything denied but git; webfetch: denied outright
+        policy: PermissionPolicy.make({ rules: Permission.fromConfig({ webfetch: "deny", bash: { "*": "deny", "git *": "allow" } }) })
+      })
+      const outcome = yield* Effect.gen(function*() {
+        const session = yield* (yield* SessionStore).create({})
+        return yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "hi" }] })
+      }).pipe(Effect.provide(layer))
+      expect(outcome.reason).toBe("completed")
+      const offered = model.calls[0]!.tools!.map((tool) => tool.name)
+      expect(offered).not.toContain("webfetch")
+      // bash stays: the policy's last bash rule allows git
+      expect(offered).toContain("bash")
+      expect(offered).toContain("read")
     }))
 })
