@@ -812,14 +812,22 @@ function make() {
         const processStep = (input: { agent: Agent; model: ResolvedModel; user: LiveMessage & { info: UserMessage }; step: number }) =>
           Effect.gen(function*() {
             const { agent, model, user } = input
-            // Skill folders are readable without an external-directory question.
+            // Skill folders are readable without an external-directory question. Like OpenCode, the
+            // allow belongs to the built-in defaults: the agent's and the user's rules come after it.
             const skillRules = (yield* skills.directories()).map((dir) => ({
               permission: "external_directory",
               pattern: path.join(dir, "*"),
               action: "allow" as const,
               source: { layer: "default" as const, note: "skill directory" }
             }))
-            const ruleset = Permission.merge(agent.permission, skillRules, session.permission ?? [])
+            const afterDefaults = agent.permission.findIndex((rule) => rule.source?.layer !== "default")
+            const split = afterDefaults < 0 ? agent.permission.length : afterDefaults
+            const ruleset = Permission.merge(
+              agent.permission.slice(0, split),
+              skillRules,
+              agent.permission.slice(split),
+              session.permission ?? []
+            )
             // What the model is offered heeds the enterprise policy too (every ask adds it last).
             const offerRules = Permission.merge(ruleset, policy.rules)
             const disabledTools = Object.entries(user.info.tools ?? {}).filter(([, on]) => !on).map(([id]) => id)
