@@ -3,9 +3,10 @@ import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import { AgentRegistry } from "../src/AgentRegistry.js"
+import { Bus } from "../src/Bus.js"
 import { makeAppLayer } from "../src/AppLayer.js"
 import { ApprovalStore } from "../src/ApprovalStore.js"
-import { Instance } from "../src/Instance.js"
+import { Instance, makeInstanceInfo } from "../src/Instance.js"
 import * as Permission from "../src/Permission.js"
 import { type PermissionDecision, PermissionPolicy } from "../src/PermissionPolicy.js"
 import { PermissionService } from "../src/PermissionService.js"
@@ -162,5 +163,41 @@ describe("enterprise policy", () => {
       // bash stays: the policy's last bash rule allows git
       expect(offered).toContain("bash")
       expect(offered).toContain("read")
+    }))
+
+  it.live("an ask the policy itself decides is asked every time: stored approvals do not answer it", () =>
+    Effect.gen(function*() {
+      const stored = Permission.fromConfig({ bash: { "deploy *": "allow", "make *": "allow" } })
+      const layer = PermissionService.layer.pipe(
+        Layer.provideMerge(
+          Layer.mergeAll(
+            Bus.layer,
+            Layer.succeed(ApprovalStore, { load: () => Effect.succeed(stored), add: () => Effect.void }),
+            PermissionPolicy.make({ rules: Permission.fromConfig({ bash: { "deploy *": "ask" } }) }),
+            Layer.succeed(Instance, makeInstanceInfo({ directory: "/tmp/project", home: "/tmp/home", env: {} }))
+          )
+        )
+      )
+      yield* Effect.gen(function*() {
+        const permissions = yield* PermissionService
+        const ask = (command: string, always: ReadonlyArray<string>) =>
+          permissions.ask({ sessionID, permission: "bash", patterns: [command], always, ruleset: Permission.fromConfig({ bash: "ask" }) })
+        // the user's own ask is answered by the stored approval
+        yield* ask("make build", ["make *"])
+        const deploy = yield* Effect.fork(ask("deploy prod", ["deploy *"]))
+        while ((yield* permissions.list()).length < 1 && deploy.unsafePoll() === null) yield* Effect.yieldNow()
+        // asked, although an approval covers it
+        expect(deploy.unsafePoll()).toBeNull()
+        const other = yield* Effect.fork(ask("rsync dist host:", ["*"]))
+        while ((yield* permissions.list()).length < 2) yield* Effect.yieldNow()
+        const [deployRequest, otherRequest] = yield* permissions.list()
+        expect(deployRequest!.patterns).toEqual(["deploy prod"])
+        // "always allow everything" for the other call does not settle the policy's question
+        yield* permissions.reply({ requestID: otherRequest!.id, reply: "always" })
+        yield* Fiber.join(other)
+        expect((yield* permissions.list()).map((request) => request.id)).toEqual([deployRequest!.id])
+        yield* permissions.reply({ requestID: deployRequest!.id, reply: "once" })
+        yield* Fiber.join(deploy)
+      }).pipe(Effect.provide(layer), Effect.scoped)
     }))
 })
