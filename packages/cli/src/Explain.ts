@@ -51,7 +51,8 @@ export const decide = (input: { readonly permission: string; readonly pattern: s
     const permission = Permission.permissionOfTool(input.permission)
     const explanation = Permission.explain(permission, input.pattern, chosen.permission, policy.rules)
     let approval: PermissionRule | undefined
-    if (explanation.rule.action === "ask") {
+    // An ask the policy itself decided is not answered by a stored approval (PermissionService.ask).
+    if (explanation.rule.action === "ask" && !policy.rules.includes(explanation.rule)) {
       const approvals = yield* (yield* ApprovalStore).load(instance.projectID)
       const allowed = Permission.evaluate(permission, input.pattern, approvals)
       if (allowed.action === "allow") approval = allowed

@@ -145,4 +145,16 @@ describe("agent permission explain", () => {
       expect(unknown.code).toBe(2)
       expect(unknown.stderr).toContain('Agent "ghost" not found')
     }), 60_000)
+
+  it.scopedLive("an ask the managed policy decides is not answered by a stored approval", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox({ files: { "managed/agent.json": { permission: { bash: { "deploy *": "ask" } } } } })
+      yield* inProcess(box, Effect.flatMap(ApprovalStore, (store) =>
+        store.add(box.instance.projectID, [{ permission: "bash", pattern: "deploy *", action: "allow" as const }])))
+      const result = yield* agent(box, ["permission", "explain", "bash", "deploy prod", "--format", "json"])
+      expect(result.code, result.stderr).toBe(0)
+      const decision = JSON.parse(result.stdout)
+      expect(decision).toMatchObject({ action: "ask", rule: { pattern: "deploy *", action: "ask", source: { layer: "policy" } } })
+      expect(decision.approval).toBeUndefined()
+    }), 60_000)
 })

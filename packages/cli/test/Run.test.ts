@@ -69,7 +69,7 @@ describe("agent run", () => {
         .filter((line) => line.type === "tool_use")
         .sort((a, b) => String(a.part.state.input.filePath).localeCompare(String(b.part.state.input.filePath)))
       expect(tools.map((line) => [line.part.state.input.filePath, line.part.state.status])).toEqual([["a.txt", "completed"], ["b.env", "error"]])
-      expect(tools[1]!.part.state.error).toMatch(/prevents you from using this specific tool call/)
+      expect(tools[1]!.part.state.error).toMatch(/Blocked by the user's permission rules/)
       expect(JSON.stringify(server.requests[1]!.messages)).not.toContain("SECRET=1")
     }))
 

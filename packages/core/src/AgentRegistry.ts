@@ -283,14 +283,18 @@ export const makeAgentRegistry = (
   }
 
   return {
-    list: () => Effect.sync(list),
-    get: (name) => {
+    list: Effect.fn("AgentRegistry.list")(function*() {
+      return list()
+    }),
+    get: Effect.fn("AgentRegistry.get")(function*(name: string) {
       const agent = agents.get(name)
-      return agent ? Effect.succeed(agent) : Effect.fail(new AgentNotFound({ name, available: [...agents.keys()] }))
-    },
-    defaultAgent: () => {
+      if (!agent) return yield* new AgentNotFound({ name, available: [...agents.keys()] })
+      return agent
+    }),
+    defaultAgent: Effect.fn("AgentRegistry.defaultAgent")(function*() {
       const chosen = pickDefault()
-      return chosen instanceof Agent ? Effect.succeed(chosen) : Effect.fail(chosen)
-    }
+      if (chosen instanceof Agent) return chosen
+      return yield* chosen
+    })
   }
 }

@@ -4,7 +4,8 @@ import {
   ConfigError,
   ConfigIgnoredKeys,
   ConfigKeys,
-  ExperimentalIgnoredKeys
+  ExperimentalIgnoredKeys,
+  PermissionConfig
 } from "@agent/domain"
 import type { ConfigSource } from "@agent/domain"
 import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
@@ -35,6 +36,17 @@ export interface ConfigInfo {
    * Where the value at `path` (e.g. `["permission", "bash", "git *"]`) was set. Looks up
    * the nearest recorded ancestor when the exact path was set as part of a larger value.
    */
+  readonly origin: (path: ReadonlyArray<string>) => ConfigSource | undefined
+  /**
+   * The managed dir's own `permission` (its legacy `tools` included), in the order its files
+   * wrote it: the enterprise policy. Absent when the managed dir sets no permission.
+   */
+  readonly managed?: ManagedPermission
+}
+
+export interface ManagedPermission {
+  readonly permission: PermissionConfig
+  /** Where a path below `permission` was set, within the managed files only. */
   readonly origin: (path: ReadonlyArray<string>) => ConfigSource | undefined
 }
 
@@ -73,7 +85,7 @@ const makeService = (info: ConfigInfo): Context.Tag.Service<ConfigService> => ({
  * Loads, merges and decodes every configuration layer of `instance`, lowest precedence first:
  * global dir, `AGENT_CONFIG`, project files (worktree root down to the directory), config dirs
  * (global, then `.opencode/` and `.agent/` root down, with their markdown agents, modes and
- * commands), `AGENT_CONFIG_CONTENT`, managed dir.
+ * commands), `AGENT_CONFIG_CONTENT`, `AGENT_PERMISSION`, managed dir.
  */
 export const loadConfig = (instance: InstanceInfo): Effect.Effect<ConfigInfo, ConfigError> =>
   Effect.suspend(() => {
@@ -574,7 +586,13 @@ const decodeConfig = Schema.decodeUnknownEither(Config, { errors: "all", onExces
 
 /** Schema spells out whole struct types; a config author needs the kind of value. */
 const expectedText = (expected: string): string =>
-  expected.startsWith("{") ? "an object" : expected.startsWith("ReadonlyArray<") ? `an array` : expected
+  expected.startsWith("{")
+    ? "an object"
+    : expected.startsWith("ReadonlyArray<")
+    ? "an array"
+    : expected.startsWith("readonly [")
+    ? "a non-empty array"
+    : expected
 
 /** Turns the most specific schema issue into an error naming the file that set the value. */
 const validationError = (error: ParseResult.ParseError, prov: Provenance): ConfigError => {
@@ -584,12 +602,21 @@ const validationError = (error: ParseResult.ParseError, prov: Provenance): Confi
   const issues = useful.length > 0 ? useful : all
   let first = issues[0]!
   for (const issue of issues) if (issue.path.length > first.path.length) first = issue
-  const p = first.path.map(String)
-  const same = issues.filter((issue) => pathKey(issue.path.map(String)) === pathKey(p))
+  let p = first.path.map(String)
+  const atPath = issues.filter((issue) => pathKey(issue.path.map(String)) === pathKey(p))
+  // In a union (e.g. an MCP entry), the branches that do not know this key call it unexpected;
+  // when another branch says what the value should be, that is the useful answer.
+  const typed = atPath.filter((issue) => issue._tag !== "Unexpected")
+  const same = typed.length > 0 ? typed : atPath
+  first = same[0]!
   const last = p[p.length - 1] ?? ""
   let detail: string
   if (first._tag === "Unexpected") {
     detail = `unrecognized key "${last}" (${first.message.replace(/^is unexpected, /, "")})`
+  } else if (first._tag === "Missing" && /^\d+$/.test(last)) {
+    // A non-empty array (an MCP `command`) was given as [].
+    p = p.slice(0, -1)
+    detail = "must not be empty"
   } else if (first._tag === "Missing") {
     detail = `required key "${last}" is missing`
   } else {
@@ -693,27 +720,113 @@ const load = (instance: InstanceInfo): ConfigInfo => {
     apply(jsonSource("env:AGENT_CONFIG_CONTENT", content, instance.directory, ctx))
   }
 
-  // 6. Managed config wins over everything.
-  for (const name of OWN_CONFIG_FILES) applyFile(path.join(instance.paths.managed, name))
+  // 6. AGENT_PERMISSION (JSON) on top of `permission`, still below the managed layer.
+  applyEnvPermission(merged, prov, instance, ctx, sources)
 
-  postProcess(merged, prov, instance, ctx, sources)
+  // 7. Managed config wins over everything. Its permission is also kept on its own, in its own
+  // order: merged into the user's keys it would take their positions, and the policy must
+  // decide exactly as its author wrote it.
+  const managed: JsonObject = {}
+  const managedProv = new Provenance()
+  for (const name of OWN_CONFIG_FILES) {
+    const file = path.join(instance.paths.managed, name)
+    const text = readText(file)
+    if (text === undefined) continue
+    const source = jsonSource(file, text, path.dirname(file), ctx)
+    apply(source)
+    mergeInto(managed, source.value, [], source.locate, managedProv)
+  }
+  legacyToolsToPermission(managed, managedProv)
+
+  postProcess(merged, prov, instance, sources)
 
   const decoded = decodeConfig(merged)
   if (Either.isLeft(decoded)) throw validationError(decoded.left, prov)
+  const managedPermission = decodeManagedPermission(managed.permission === undefined ? {} : { permission: managed.permission })
+  if (Either.isLeft(managedPermission)) throw validationError(managedPermission.left, managedProv)
+  const policy = managedPermission.right.permission
   return {
     config: decoded.right,
     sources,
     warnings: ctx.warnings,
     directories,
-    origin: (p) => prov.origin(p)
+    origin: (p) => prov.origin(p),
+    ...(policy === undefined ? {} : { managed: { permission: policy, origin: (p) => managedProv.origin(p) } })
   }
+}
+
+const decodeManagedPermission = Schema.decodeUnknownEither(Schema.Struct({ permission: Schema.optional(PermissionConfig) }), {
+  errors: "all",
+  onExcessProperty: "error"
+})
+
+/** `AGENT_PERMISSION` (JSON, or a bare action) merged into `permission`; invalid JSON is a warning. */
+const applyEnvPermission = (
+  merged: JsonObject,
+  prov: Provenance,
+  instance: InstanceInfo,
+  ctx: LoadContext,
+  sources: Array<string>
+): void => {
+  const envPermission = instance.env.AGENT_PERMISSION
+  if (envPermission === undefined || envPermission.trim() === "") return
+  const file = "env:AGENT_PERMISSION"
+  let value: unknown
+  try {
+    value = JSON.parse(envPermission)
+  } catch (error) {
+    ctx.warnings.push({
+      file,
+      key: "permission",
+      message: `invalid JSON, ignored: ${error instanceof Error ? error.message : String(error)}`
+    })
+    return
+  }
+  if (typeof value === "string") value = { "*": value }
+  if (!isObject(value)) {
+    ctx.warnings.push({ file, key: "permission", message: "expected a JSON object or an action; ignored" })
+    return
+  }
+  const lines = jsonLines(envPermission)
+  const remap: Remap = new Map([[pathKey(["permission", "*"]), ["permission"]]])
+  const at: SourceAt = (p) => {
+    const inner = remapPath(remap, p).slice(1)
+    return makeSource(file, p, inner.length === 0 ? undefined : lines(inner))
+  }
+  mergeInto(merged, { permission: value }, [], at, prov)
+  sources.push(file)
+}
+
+/** Legacy top-level `tools: {name: bool}` → permission rules; explicit permission keys win. */
+const legacyToolsToPermission = (merged: JsonObject, prov: Provenance): void => {
+  if (!isObject(merged.tools) || (merged.permission !== undefined && !isObject(merged.permission))) return
+  const toolsPerms: JsonObject = {}
+  const fromTool = new Map<string, string>()
+  for (const name of Object.keys(merged.tools)) {
+    const enabled = merged.tools[name]
+    if (typeof enabled !== "boolean") continue
+    const permission = EDIT_TOOLS.has(name) ? "edit" : name
+    toolsPerms[permission] = enabled ? "allow" : "deny"
+    fromTool.set(permission, name)
+  }
+  if (Object.keys(toolsPerms).length === 0) return
+  const explicit = merged.permission
+  const old = prov.extract(["permission"])
+  const toolsOrigin = prov.origin(["tools"])
+  const next: JsonObject = {}
+  merged.permission = next
+  prov.set(["permission"], old.origin(["permission"]) ?? toolsOrigin)
+  mergeInto(next, toolsPerms, ["permission"], (p) => {
+    const tool = fromTool.get(p[1] ?? "")
+    return tool === undefined ? toolsOrigin : prov.origin(["tools", tool])
+  }, prov)
+  if (isObject(explicit)) mergeInto(next, explicit, ["permission"], (p) => old.origin(p), prov)
 }
 
 const postProcess = (
   merged: JsonObject,
   prov: Provenance,
   instance: InstanceInfo,
-  ctx: LoadContext,
   sources: Array<string>
 ): void => {
   // Legacy `mode.<name>` → `agent.<name>` with `mode: "primary"`. Entries of the wrong type
@@ -739,64 +852,7 @@ const postProcess = (
     }
   }
 
-  // AGENT_PERMISSION (JSON) on top of `permission`.
-  const envPermission = instance.env.AGENT_PERMISSION
-  if (envPermission !== undefined && envPermission.trim() !== "") {
-    const file = "env:AGENT_PERMISSION"
-    let value: unknown
-    let valid = true
-    try {
-      value = JSON.parse(envPermission)
-    } catch (error) {
-      valid = false
-      ctx.warnings.push({
-        file,
-        key: "permission",
-        message: `invalid JSON, ignored: ${error instanceof Error ? error.message : String(error)}`
-      })
-    }
-    if (valid) {
-      if (typeof value === "string") value = { "*": value }
-      if (isObject(value)) {
-        const lines = jsonLines(envPermission)
-        const remap: Remap = new Map([[pathKey(["permission", "*"]), ["permission"]]])
-        const at: SourceAt = (p) => {
-          const inner = remapPath(remap, p).slice(1)
-          return makeSource(file, p, inner.length === 0 ? undefined : lines(inner))
-        }
-        mergeInto(merged, { permission: value }, [], at, prov)
-        sources.push(file)
-      } else {
-        ctx.warnings.push({ file, key: "permission", message: "expected a JSON object or an action; ignored" })
-      }
-    }
-  }
-
-  // Legacy top-level `tools: {name: bool}` → permission rules; explicit permission wins.
-  if (isObject(merged.tools) && (merged.permission === undefined || isObject(merged.permission))) {
-    const toolsPerms: JsonObject = {}
-    const fromTool = new Map<string, string>()
-    for (const name of Object.keys(merged.tools)) {
-      const enabled = merged.tools[name]
-      if (typeof enabled !== "boolean") continue
-      const permission = EDIT_TOOLS.has(name) ? "edit" : name
-      toolsPerms[permission] = enabled ? "allow" : "deny"
-      fromTool.set(permission, name)
-    }
-    if (Object.keys(toolsPerms).length > 0) {
-      const explicit = merged.permission
-      const old = prov.extract(["permission"])
-      const toolsOrigin = prov.origin(["tools"])
-      const next: JsonObject = {}
-      merged.permission = next
-      prov.set(["permission"], old.origin(["permission"]) ?? toolsOrigin)
-      mergeInto(next, toolsPerms, ["permission"], (p) => {
-        const tool = fromTool.get(p[1] ?? "")
-        return tool === undefined ? toolsOrigin : prov.origin(["tools", tool])
-      }, prov)
-      if (isObject(explicit)) mergeInto(next, explicit, ["permission"], (p) => old.origin(p), prov)
-    }
-  }
+  legacyToolsToPermission(merged, prov)
 
   if (merged.username === undefined) {
     try {

@@ -1,6 +1,5 @@
 import type { PermissionReply, PermissionRule, PermissionRuleset, SessionID } from "@agent/domain"
 import { Context, Effect, Layer } from "effect"
-import * as path from "node:path"
 import { ConfigService } from "./ConfigService.js"
 import { Instance } from "./Instance.js"
 import * as Permission from "./Permission.js"
@@ -33,17 +32,18 @@ export class PermissionPolicy extends Context.Tag("@agent/core/PermissionPolicy"
     readonly audit: (decision: PermissionDecision) => Effect.Effect<void>
   }
 >() {
-  /** The managed config dir's `permission` key; decisions are not recorded anywhere. */
+  /**
+   * The managed config dir's `permission` key (and its legacy `tools`), in the order the managed
+   * files wrote it; decisions are not recorded anywhere.
+   */
   static readonly layer: Layer.Layer<PermissionPolicy, never, ConfigService | Instance> = Layer.effect(
     PermissionPolicy,
     Effect.gen(function*() {
       const instance = yield* Instance
-      const info = yield* (yield* ConfigService).info()
-      const managedDir = path.resolve(instance.paths.managed) + path.sep
-      const all = Permission.fromConfig(info.config.permission, { origin: info.origin, home: instance.home })
-      const rules = all
-        .filter((rule) => rule.source?.file?.startsWith(managedDir))
-        .map((rule) => ({ ...rule, source: { ...rule.source, layer: "policy" as const } }))
+      const { managed } = yield* (yield* ConfigService).info()
+      const rules = managed === undefined
+        ? []
+        : Permission.fromConfig(managed.permission, { layer: "policy", origin: managed.origin, home: instance.home })
       return { rules, audit: () => Effect.void }
     })
   )

@@ -45,12 +45,15 @@ export type AskError = DeniedError | RejectedError | CorrectedError
 interface Pending {
   readonly request: PermissionRequest
   readonly deferred: Deferred.Deferred<void, RejectedError | CorrectedError>
+  /** The enterprise policy itself says ask: only an answer to this very request settles it. */
+  readonly policyAsk: boolean
 }
 
 /**
  * Decides tool calls: rules first (agent, session, then the enterprise policy, which
  * nobody can override), then the project's stored "always" approvals, then the user. A
- * deny rule is final: an approval never turns it into an allow.
+ * deny rule is final: an approval never turns it into an allow, nor answers an ask that
+ * the policy itself decided.
  */
 export class PermissionService extends Context.Tag("@agent/core/PermissionService")<
   PermissionService,
@@ -104,6 +107,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
 
         const ask = Effect.fn("PermissionService.ask")(function*(input: AskInput) {
           let needsAsk = false
+          let policyAsk = false
           let decidingRule: PermissionRule | undefined
           const approvals = yield* Ref.get(approved)
           for (const pattern of input.patterns) {
@@ -118,6 +122,12 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             }
             if (rule.action === "allow") {
               decidingRule = rule
+              continue
+            }
+            // A stored "always" answers a question from the user's own rules, not one the policy insists on.
+            if (policy.rules.includes(rule)) {
+              needsAsk = true
+              policyAsk = true
               continue
             }
             const approval = Permission.evaluate(input.permission, pattern, approvals)
@@ -140,7 +150,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             time: { created: Date.now() }
           }
           const deferred = yield* Deferred.make<void, RejectedError | CorrectedError>()
-          const entry: Pending = { request, deferred }
+          const entry: Pending = { request, deferred, policyAsk }
           pending.set(request.id, entry)
           yield* audit(request, "ask", { requestID: request.id })
           yield* bus.publish({ type: "permission.asked", properties: request })
@@ -192,7 +202,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             yield* audit(request, "always", { requestID: request.id })
             yield* settle(entry, "always", Effect.void)
             for (const other of [...pending.values()]) {
-              if (other.request.sessionID !== request.sessionID) continue
+              if (other.request.sessionID !== request.sessionID || other.policyAsk) continue
               const covered = other.request.patterns.every(
                 (pattern) => Permission.evaluate(other.request.permission, pattern, approvals).action === "allow"
               )
@@ -217,8 +227,12 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
         return {
           ask,
           reply,
-          list: () => Effect.sync(() => [...pending.values()].map((entry) => entry.request)),
-          approvals: () => Ref.get(approved)
+          list: Effect.fn("PermissionService.list")(function*() {
+            return [...pending.values()].map((entry) => entry.request)
+          }),
+          approvals: Effect.fn("PermissionService.approvals")(function*() {
+            return yield* Ref.get(approved)
+          })
         }
       })
     )

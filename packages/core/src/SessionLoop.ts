@@ -46,6 +46,7 @@ import { InstructionLoader } from "./Instructions.js"
 import { INVALID_TOOL, type LLMEvent, LLMService, ProviderError, type ToolSpec } from "./LLMService.js"
 import { type LiveMessage, ModelMessageCache } from "./MessageConversion.js"
 import * as Permission from "./Permission.js"
+import { PermissionPolicy } from "./PermissionPolicy.js"
 import { PermissionService } from "./PermissionService.js"
 import * as Prompts from "./Prompts.js"
 import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "./ProviderRegistry.js"
@@ -197,6 +198,7 @@ export class SessionLoop extends Context.Tag("@agent/core/SessionLoop")<SessionL
     | LLMService
     | ToolRegistry
     | PermissionService
+    | PermissionPolicy
     | Truncation
     | InstructionLoader
     | SkillRegistry
@@ -218,6 +220,7 @@ function make() {
     const llm = yield* LLMService
     const registry = yield* ToolRegistry
     const permissions = yield* PermissionService
+    const policy = yield* PermissionPolicy
     const truncation = yield* Truncation
     const instructions = yield* InstructionLoader
     const compaction = yield* Compaction
@@ -809,24 +812,34 @@ function make() {
         const processStep = (input: { agent: Agent; model: ResolvedModel; user: LiveMessage & { info: UserMessage }; step: number }) =>
           Effect.gen(function*() {
             const { agent, model, user } = input
-            // Skill folders are readable without an external-directory question.
+            // Skill folders are readable without an external-directory question. Like OpenCode, the
+            // allow belongs to the built-in defaults: the agent's and the user's rules come after it.
             const skillRules = (yield* skills.directories()).map((dir) => ({
               permission: "external_directory",
               pattern: path.join(dir, "*"),
               action: "allow" as const,
               source: { layer: "default" as const, note: "skill directory" }
             }))
-            const ruleset = Permission.merge(agent.permission, skillRules, session.permission ?? [])
+            const afterDefaults = agent.permission.findIndex((rule) => rule.source?.layer !== "default")
+            const split = afterDefaults < 0 ? agent.permission.length : afterDefaults
+            const ruleset = Permission.merge(
+              agent.permission.slice(0, split),
+              skillRules,
+              agent.permission.slice(split),
+              session.permission ?? []
+            )
+            // What the model is offered heeds the enterprise policy too (every ask adds it last).
+            const offerRules = Permission.merge(ruleset, policy.rules)
             const disabledTools = Object.entries(user.info.tools ?? {}).filter(([, on]) => !on).map(([id]) => id)
-            const registered = yield* registry.forAgent({ agent, model: model.info, ruleset, disabled: disabledTools })
-            const offerTask = !Permission.disabled(["task"], ruleset).has("task") && !disabledTools.includes("task") &&
+            const registered = yield* registry.forAgent({ agent, model: model.info, ruleset: offerRules, disabled: disabledTools })
+            const offerTask = !Permission.disabled(["task"], offerRules).has("task") && !disabledTools.includes("task") &&
               (yield* subagentsFor(agent)).length > 0
             const visibleSkills = yield* skills.forAgent(agent)
             // MCP servers get a short grace period on the first step; later ones join on later steps.
             if (input.step === 1) yield* mcp.ready()
             const fromServers = yield* mcp.tools()
             const mcpTools = fromServers.length > 0 ? [...fromServers, ...mcpResourceTools] : []
-            const hiddenMcp = Permission.disabled(mcpTools.map((tool) => tool.id), ruleset)
+            const hiddenMcp = Permission.disabled(mcpTools.map((tool) => tool.id), offerRules)
             const offered = [
               ...registered.filter((tool) => tool.id !== "skill" || visibleSkills.length > 0),
               ...mcpTools.filter((tool) => !hiddenMcp.has(tool.id) && !disabledTools.includes(tool.id))

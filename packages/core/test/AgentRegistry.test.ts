@@ -1,5 +1,5 @@
-import { Agent, AgentNotFound, DefaultAgentError } from "@agent/domain"
-import { TestInstance } from "@agent/testing"
+import { Agent, AgentNotFound, DefaultAgentError, type ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as path from "node:path"
@@ -7,6 +7,8 @@ import { AgentRegistry, toolOutputGlob } from "../src/AgentRegistry.js"
 import { ConfigService } from "../src/ConfigService.js"
 import { Instance } from "../src/Instance.js"
 import * as Permission from "../src/Permission.js"
+import { SessionLoop } from "../src/SessionLoop.js"
+import { SessionStore } from "../src/SessionStore.js"
 
 /** An AgentRegistry over a sandbox holding `files`, built from the real config loader. */
 const registryWith = (files: TestInstance.TestInstanceOptions["files"] = {}) =>
@@ -251,5 +253,41 @@ describe("default agent", () => {
       })
       const error = yield* Effect.flip(none.registry.defaultAgent())
       expect(error.message).toBe("no primary visible agent found")
+    }))
+})
+
+describe("defaults in a run", () => {
+  const skillFiles = {
+    "home/.agents/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: How we deploy\n---\n\nRun the script.\n",
+    "home/.agents/skills/deploy/checklist.md": "1. tag\n2. push\n"
+  }
+
+  /** The model reads a file of a skill in the home directory, outside the project. */
+  const readSkillFile = (files: TestInstance.TestInstanceOptions["files"] = {}) =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("read", { filePath: "../home/.agents/skills/deploy/checklist.md" })],
+        "Done."
+      ])
+      const { layer } = yield* TestRuntime.make({ model, files: { ...skillFiles, ...files } })
+      return yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const session = yield* store.create({})
+        const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "check" }] })
+        expect(outcome.reason).toBe("completed")
+        const parts = (yield* store.messages(session.id)).flatMap((message) => message.parts)
+        return parts.find((part): part is ToolPart => part.type === "tool")!.state
+      }).pipe(Effect.provide(layer))
+    })
+
+  it.scopedLive("a skill's folder is readable without a question, unless the user denies outside directories", () =>
+    Effect.gen(function*() {
+      const allowed = yield* readSkillFile()
+      expect(allowed.status).toBe("completed")
+      expect(allowed.status === "completed" && allowed.output).toContain("2. push")
+      // the skill allow is a default: the user's rule comes after it and wins, as in OpenCode
+      const denied = yield* readSkillFile({ "project/agent.json": { permission: { external_directory: "deny" } } })
+      expect(denied.status).toBe("error")
+      expect(denied.status === "error" && denied.error).toMatch(/^Blocked by the user's permission rules: external_directory/)
     }))
 })

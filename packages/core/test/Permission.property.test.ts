@@ -2,8 +2,13 @@ import { DeniedError, type PermissionRule, type PermissionRuleset, type SessionI
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import fc from "fast-check"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { makeAgentRegistry } from "../src/AgentRegistry.js"
 import { ApprovalStore } from "../src/ApprovalStore.js"
 import { Bus } from "../src/Bus.js"
+import { ConfigService, loadConfig } from "../src/ConfigService.js"
 import { Instance, makeInstanceInfo } from "../src/Instance.js"
 import * as Permission from "../src/Permission.js"
 import { PermissionPolicy } from "../src/PermissionPolicy.js"
@@ -112,4 +117,82 @@ describe("managed policy", () => {
         { numRuns: 300 }
       )
     ))
+
+  // The same property through the real files: a deny in the managed dir, against whatever the user
+  // writes in the project config (per-agent rules and legacy tools included), AGENT_PERMISSION,
+  // session rules and stored approvals.
+  const actionOrMap = fc.oneof(action, fc.dictionary(pattern, action, { maxKeys: 3 }))
+  const permissionConfig = fc.oneof(action, fc.dictionary(permissionPattern, actionOrMap, { maxKeys: 4 }))
+  const toolsConfig = fc.dictionary(fc.constantFrom("bash", "edit", "write", "webfetch", "github_search"), fc.boolean(), {
+    maxKeys: 3
+  })
+
+  it.live("a managed-file deny is never overridden by project config, AGENT_PERMISSION, session or approvals", () =>
+    Effect.gen(function*() {
+      const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agent-policy-property-")))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(root, { recursive: true, force: true })))
+      const project = path.join(root, "project")
+      fs.mkdirSync(path.join(project, ".git"), { recursive: true })
+      yield* Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(
+            permissionConfig,
+            toolsConfig,
+            permissionConfig,
+            fc.option(permissionConfig, { nil: undefined }),
+            rulesetArb,
+            fc.array(fc.record({ permission: permissionPattern, pattern, action: fc.constant("allow" as const) }), {
+              maxLength: 4
+            }),
+            permissionName,
+            word,
+            (user, tools, perAgent, env, session, approvals, permission, input) => {
+              fs.writeFileSync(
+                path.join(project, "agent.json"),
+                JSON.stringify({ permission: user, tools, agent: { build: { permission: perAgent } } })
+              )
+              fs.mkdirSync(path.join(root, "managed"), { recursive: true })
+              fs.writeFileSync(path.join(root, "managed", "agent.json"), JSON.stringify({ permission: { [permission]: { [input]: "deny" } } }))
+              const instance = makeInstanceInfo({
+                directory: project,
+                home: path.join(root, "home"),
+                env: {
+                  XDG_CONFIG_HOME: path.join(root, "home", ".config"),
+                  XDG_DATA_HOME: path.join(root, "home", ".local", "share"),
+                  AGENT_MANAGED_DIR: path.join(root, "managed"),
+                  ...(env === undefined ? {} : { AGENT_PERMISSION: JSON.stringify(env) })
+                }
+              })
+              return Effect.gen(function*() {
+                const info = yield* loadConfig(instance)
+                const build = yield* makeAgentRegistry(instance, info).get("build")
+                const layer = PermissionService.layer.pipe(
+                  Layer.provide(PermissionPolicy.layer),
+                  Layer.provide(
+                    Layer.mergeAll(
+                      Bus.layer,
+                      Layer.succeed(ApprovalStore, { load: () => Effect.succeed(approvals), add: () => Effect.void }),
+                      ConfigService.layerFromInfo(info),
+                      Layer.succeed(Instance, instance)
+                    )
+                  )
+                )
+                const error = yield* Effect.flip(
+                  Effect.flatMap(PermissionService, (permissions) =>
+                    permissions.ask({
+                      sessionID,
+                      permission,
+                      patterns: [input],
+                      always: [input],
+                      ruleset: Permission.merge(build.permission, session)
+                    })).pipe(Effect.provide(layer))
+                )
+                expect(error).toBeInstanceOf(DeniedError)
+              }).pipe(Effect.scoped, Effect.runPromise)
+            }
+          ),
+          { numRuns: 150 }
+        )
+      )
+    }).pipe(Effect.scoped))
 })

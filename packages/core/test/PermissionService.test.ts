@@ -60,7 +60,7 @@ describe("PermissionService.ask", () => {
         permissions.ask({ sessionID: sessionA, permission: "bash", patterns: ["ls", "rm -rf /"], always: [], ruleset })
       )
       expect(error).toBeInstanceOf(DeniedError)
-      expect(error.message).toContain("prevents you from using this specific tool call")
+      expect(error.message).toMatch(/^Blocked by the user's permission rules: bash is denied for "rm -rf \/"\./)
       expect((error as DeniedError).rules.map((rule) => rule.pattern)).toEqual(["*", "*", "ls *", "rm *"])
       expect(yield* permissions.list()).toEqual([])
     }).pipe(Effect.provide(testLayer)))
@@ -124,7 +124,7 @@ describe("PermissionService.ask", () => {
       yield* permissions.reply({ requestID: pending[0]!.id, reply: "reject" })
       const firstError = yield* Effect.flip(Fiber.join(first))
       expect(firstError).toBeInstanceOf(RejectedError)
-      expect(firstError.message).toBe("The user rejected permission to use this specific tool call.")
+      expect(firstError.message).toBe("The user said no to this tool call; it did not run.")
       expect(yield* Effect.flip(Fiber.join(second))).toBeInstanceOf(RejectedError)
       // another session's request is untouched
       expect((yield* permissions.list()).map((request) => request.sessionID)).toEqual([sessionB])
@@ -140,7 +140,7 @@ describe("PermissionService.ask", () => {
       const error = yield* Effect.flip(Fiber.join(fiber))
       expect(error).toBeInstanceOf(CorrectedError)
       expect(error.message).toBe(
-        "The user rejected permission to use this specific tool call with the following feedback: push to a branch, not main"
+        "The user said no to this tool call; it did not run. Their instructions: push to a branch, not main"
       )
     }).pipe(Effect.provide(testLayer)))
 
@@ -196,6 +196,43 @@ describe("approvals persist per project", () => {
           const approvals = yield* (yield* PermissionService).approvals()
           expect(Permission.strip(approvals)).toEqual([{ permission: "bash", pattern: "cargo *", action: "allow" }])
         }).pipe(Effect.provide(app))
+      )
+    }).pipe(Effect.scoped))
+
+
+  it.live("approvals belong to their project: another project in the same database still asks", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox({ files: { "other/.git/HEAD": "ref: refs/heads/main\n" } })
+      const other = makeInstanceInfo({ directory: box.path("other"), home: box.instance.home, env: box.instance.env })
+      expect(other.projectID).not.toBe(box.instance.projectID)
+      const appOf = (info: typeof other) => makeAppLayer({ instance: Layer.succeed(Instance, info) })
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          const permissions = yield* PermissionService
+          const fiber = yield* Effect.fork(bash(sessionA, "cargo test"))
+          const [request] = yield* waitForPending(1)
+          yield* permissions.reply({ requestID: request!.id, reply: "always" })
+          yield* Fiber.join(fiber)
+        }).pipe(Effect.provide(appOf(box.instance)))
+      )
+      // same user, same database file, another repository: the approval does not apply
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          const permissions = yield* PermissionService
+          expect(yield* permissions.approvals()).toEqual([])
+          const fiber = yield* Effect.fork(bash(sessionB, "cargo test"))
+          const [request] = yield* waitForPending(1)
+          expect(request!.patterns).toEqual(["cargo test"])
+          yield* permissions.reply({ requestID: request!.id, reply: "once" })
+          yield* Fiber.join(fiber)
+        }).pipe(Effect.provide(appOf(other)))
+      )
+      // and the first project still has it
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          yield* bash(sessionB, "cargo test --release")
+          expect((yield* (yield* PermissionService).list())).toEqual([])
+        }).pipe(Effect.provide(appOf(box.instance)))
       )
     }).pipe(Effect.scoped))
 

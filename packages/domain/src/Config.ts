@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AgentMode } from "./Agent.js"
+import { AgentMode, parseModelRef } from "./Agent.js"
 import { PermissionConfig } from "./Permission.js"
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
@@ -26,10 +26,18 @@ export const RunLimits = Schema.Struct({
 })
 export type RunLimits = typeof RunLimits.Type
 
+/** `provider/model` (the model id may hold more slashes); anything else would be dropped silently later. */
+export const ModelRefString = Schema.String.pipe(
+  Schema.filter((value) => parseModelRef(value) !== undefined, {
+    message: (issue) =>
+      `expected "provider/model" (e.g. "anthropic/claude-sonnet-4-5"), actual ${JSON.stringify(issue.actual)}`
+  })
+)
+
 /** One entry of `agent.<name>` (and legacy `mode.<name>`), or a markdown agent's front matter. */
 export const AgentConfig = Schema.Struct({
   name: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.String),
+  model: Schema.optional(ModelRefString),
   variant: Schema.optional(Schema.String),
   temperature: Schema.optional(Schema.Number),
   top_p: Schema.optional(Schema.Number),
@@ -91,23 +99,49 @@ export const ModelLimit = Schema.Struct({
   output: NonNegativeInt
 })
 
-export const ModelCost = Schema.Struct({
+const ModelPrice = {
   input: Schema.Number,
   output: Schema.Number,
   cache_read: Schema.optional(Schema.Number),
   cache_write: Schema.optional(Schema.Number)
+}
+
+export const ModelCost = Schema.Struct({
+  ...ModelPrice,
+  /** OpenCode's price above 200K tokens of context: accepted, not used. */
+  context_over_200k: Schema.optional(Schema.Struct(ModelPrice))
 })
 
+const Modality = Schema.Literal("text", "audio", "image", "video", "pdf")
+
+const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * One model of a provider, in OpenCode's shape (its models.dev fields, all optional). This runtime
+ * uses `id`, `name`, `limit`, `cost`, `options` and `headers`; the catalogue fields `family`,
+ * `release_date`, `modalities`, `interleaved`, `status`, `experimental`, `provider` and `variants`
+ * are accepted so that OpenCode configs load unchanged.
+ */
 export const ProviderModelConfig = Schema.Struct({
   id: Schema.optional(Schema.String),
   name: Schema.optional(Schema.String),
+  family: Schema.optional(Schema.String),
+  release_date: Schema.optional(Schema.String),
   limit: Schema.optional(ModelLimit),
   cost: Schema.optional(ModelCost),
   temperature: Schema.optional(Schema.Boolean),
   tool_call: Schema.optional(Schema.Boolean),
   reasoning: Schema.optional(Schema.Boolean),
   attachment: Schema.optional(Schema.Boolean),
-  options: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  interleaved: Schema.optional(
+    Schema.Union(Schema.Literal(true), Schema.Struct({ field: Schema.Literal("reasoning_content", "reasoning_details") }))
+  ),
+  modalities: Schema.optional(Schema.Struct({ input: Schema.Array(Modality), output: Schema.Array(Modality) })),
+  experimental: Schema.optional(Schema.Boolean),
+  status: Schema.optional(Schema.Literal("alpha", "beta", "deprecated")),
+  provider: Schema.optional(Schema.Struct({ npm: Schema.optional(Schema.String), api: Schema.optional(Schema.String) })),
+  variants: Schema.optional(Schema.Record({ key: Schema.String, value: AnyRecord })),
+  options: Schema.optional(AnyRecord),
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 
@@ -205,8 +239,8 @@ export const SkillsConfig = Schema.Struct({
 
 export const Config = Schema.Struct({
   $schema: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.String),
-  small_model: Schema.optional(Schema.String),
+  model: Schema.optional(ModelRefString),
+  small_model: Schema.optional(ModelRefString),
   default_agent: Schema.optional(Schema.String),
   username: Schema.optional(Schema.String),
   agent: Schema.optional(Schema.Record({ key: Schema.String, value: AgentConfig })),

@@ -71,7 +71,9 @@ export class DeniedError extends Schema.TaggedError<DeniedError>()("DeniedError"
   rules: PermissionRuleset
 }) {
   override get message() {
-    return `The user has specified a rule which prevents you from using this specific tool call. Here are some of the relevant rules ${rulesText(this.rules)}`
+    return `Blocked by the user's permission rules: ${this.permission} is denied for ${JSON.stringify(this.pattern)}. ` +
+      `Do not try this call again; pick another way or tell the user what you needed. ` +
+      `The ${this.permission} rules in force: ${rulesText(this.rules)}`
   }
 }
 
@@ -81,7 +83,7 @@ export class RejectedError extends Schema.TaggedError<RejectedError>()("Rejected
   permission: Schema.optional(Schema.String)
 }) {
   override get message() {
-    return "The user rejected permission to use this specific tool call."
+    return "The user said no to this tool call; it did not run."
   }
 }
 
@@ -91,7 +93,7 @@ export class CorrectedError extends Schema.TaggedError<CorrectedError>()("Correc
   feedback: Schema.String
 }) {
   override get message() {
-    return `The user rejected permission to use this specific tool call with the following feedback: ${this.feedback}`
+    return `The user said no to this tool call; it did not run. Their instructions: ${this.feedback}`
   }
 }
 

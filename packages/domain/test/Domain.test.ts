@@ -9,6 +9,7 @@ import {
   MessageWithParts,
   parseModelRef,
   PermissionConfig,
+  RejectedError,
   SessionID
 } from "../src/index.js"
 
@@ -66,9 +67,12 @@ describe("domain schemas", () => {
 
   it("errors say what happened in words the model and the user understand", () => {
     expect(new DeniedError({ permission: "bash", pattern: "rm -rf /", rules: [{ permission: "bash", pattern: "rm *", action: "deny" }] }).message).toBe(
-      'The user has specified a rule which prevents you from using this specific tool call. Here are some of the relevant rules [{"permission":"bash","pattern":"rm *","action":"deny"}]'
+      `Blocked by the user's permission rules: bash is denied for "rm -rf /". Do not try this call again; pick another way or tell the user what you needed. The bash rules in force: [{"permission":"bash","pattern":"rm *","action":"deny"}]`
     )
-    expect(new CorrectedError({ feedback: "use pnpm" }).message).toMatch(/following feedback: use pnpm$/)
+    expect(new RejectedError({}).message).toBe("The user said no to this tool call; it did not run.")
+    expect(new CorrectedError({ feedback: "use pnpm" }).message).toBe(
+      "The user said no to this tool call; it did not run. Their instructions: use pnpm"
+    )
     expect(new DefaultAgentError({ name: "x", reason: "hidden" }).message).toBe('default agent "x" is hidden')
     expect(new ConfigError({ file: "/p/agent.json", line: 4, key: "agent.plan.steps", detail: "Expected a positive integer" }).message).toBe(
       "/p/agent.json:4: agent.plan.steps: Expected a positive integer"

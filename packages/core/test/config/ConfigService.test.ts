@@ -202,11 +202,11 @@ describe("substitution", () => {
       const box = yield* sandbox
       box.write(
         path.join(box.project, "agent.json"),
-        `{"model": "{env:MODEL}", "small_model": "x{env:UNSET}y", "agent": {"build": {"temperature": {env:TEMP}}}}`
+        `{"model": "{env:MODEL}", "small_model": "x/{env:UNSET}y", "agent": {"build": {"temperature": {env:TEMP}}}}`
       )
       const { config } = yield* loadConfig(box.instance({ MODEL: "anthropic/claude", TEMP: "0.25" }))
       expect(config.model).toBe("anthropic/claude")
-      expect(config.small_model).toBe("xy")
+      expect(config.small_model).toBe("x/y")
       expect(config.agent?.build?.temperature).toBe(0.25)
     })))
 
@@ -338,6 +338,46 @@ describe("validation", () => {
       expect(error.line).toBe(5)
       expect(error.key).toBe("permission.bash.rm *")
       expect(error.detail).toBe(`Expected "allow" | "deny" | "ask", actual "nope"`)
+    })))
+
+  it.live("a model that is not provider/model is an error at its key, in JSON and in front matter", () =>
+    live(Effect.gen(function*() {
+      const box = yield* sandbox
+      const file = box.write(path.join(box.project, "agent.json"), `{\n  "model": "a/b",\n  "agent": {\n    "build": {"model": "gpt-4o"}\n  }\n}`)
+      const error = yield* Effect.flip(loadConfig(box.instance()))
+      expect(error.file).toBe(file)
+      expect(error.line).toBe(4)
+      expect(error.key).toBe("agent.build.model")
+      expect(error.detail).toBe(`expected "provider/model" (e.g. "anthropic/claude-sonnet-4-5"), actual "gpt-4o"`)
+
+      box.write(file, { small_model: "haiku" })
+      expect((yield* Effect.flip(loadConfig(box.instance()))).key).toBe("small_model")
+
+      fs.rmSync(file)
+      const md = box.write(path.join(box.project, ".agent", "agents", "review.md"), "---\ndescription: x\nmodel: sonnet\n---\nReview.\n")
+      const mdError = yield* Effect.flip(loadConfig(box.instance()))
+      expect([mdError.file, mdError.line, mdError.key]).toEqual([md, 3, "agent.review.model"])
+      // the model id itself may hold slashes
+      box.write(md, "---\nmodel: openrouter/meta-llama/llama-3.3-70b\n---\nReview.\n")
+      expect((yield* loadConfig(box.instance())).config.agent?.review?.model).toBe("openrouter/meta-llama/llama-3.3-70b")
+    })))
+
+  it.live("a bad MCP entry names what the value should be, not the keys another kind of entry lacks", () =>
+    live(Effect.gen(function*() {
+      const box = yield* sandbox
+      const file = path.join(box.project, "agent.json")
+      const detailOf = (mcp: object) =>
+        Effect.gen(function*() {
+          box.write(file, { mcp: { files: mcp } })
+          const error = yield* Effect.flip(loadConfig(box.instance()))
+          expect(error.file).toBe(file)
+          return `${error.key}: ${error.detail}`
+        })
+      expect(yield* detailOf({ type: "local", command: "npx server" })).toBe(
+        `mcp.files.command: Expected a non-empty array, actual "npx server"`
+      )
+      expect(yield* detailOf({ type: "local", command: [] })).toBe("mcp.files.command: must not be empty")
+      expect(yield* detailOf({ type: "stdio", command: ["x"] })).toBe(`mcp.files.type: Expected "local" | "remote", actual "stdio"`)
     })))
 
   it.live("an unknown nested key is an error at that key", () =>
@@ -525,6 +565,40 @@ describe("post-processing", () => {
       const bad = yield* loadConfig(box.instance({ AGENT_PERMISSION: `{bash: deny` }))
       expect(bad.config.permission).toEqual({ bash: { "*": "ask", "rm *": "allow" }, edit: "ask" })
       expect(bad.warnings).toEqual([expect.objectContaining({ file: "env:AGENT_PERMISSION", key: "permission" })])
+    })))
+
+  it.live("the managed dir wins over AGENT_PERMISSION, and its permission is kept apart in its own order", () =>
+    live(Effect.gen(function*() {
+      const box = yield* sandbox
+      box.write(path.join(box.project, "agent.json"), { permission: { bash: { "git *": "deny", "*": "allow" } } })
+      const managedText = `{\n  "tools": {"webfetch": false},\n  "permission": {\n    "bash": {\n      "*": "deny",\n      "git *": "allow"\n    }\n  }\n}`
+      const managed = box.write(path.join(box.managedDir, "agent.json"), managedText)
+      const info = yield* loadConfig(box.instance({ AGENT_PERMISSION: `{"webfetch": "allow", "bash": {"*": "allow"}}` }))
+      // merged: the managed values win, at the positions the user's keys already had
+      expect(info.config.permission).toEqual({ webfetch: "allow", bash: { "git *": "allow", "*": "deny" } })
+      expect(info.origin(["permission", "bash", "*"])?.file).toBe(managed)
+      // the policy: the managed files alone, as written (tools first, explicit permission on top)
+      expect(info.managed?.permission).toEqual({ webfetch: "deny", bash: { "*": "deny", "git *": "allow" } })
+      expect(Object.keys((info.managed?.permission as Record<string, object>).bash!)).toEqual(["*", "git *"])
+      expect(info.managed?.origin(["permission", "bash", "git *"])).toEqual({
+        file: managed,
+        key: "permission.bash.git *",
+        line: lineOf(managedText, `"git *"`)
+      })
+      expect(info.managed?.origin(["permission", "webfetch"])).toMatchObject({ file: managed, key: "tools.webfetch", line: 2 })
+
+      fs.rmSync(managed)
+      expect((yield* loadConfig(box.instance())).managed).toBeUndefined()
+    })))
+
+  it.live("a bad managed permission is an error naming the managed file", () =>
+    live(Effect.gen(function*() {
+      const box = yield* sandbox
+      const managed = box.write(path.join(box.managedDir, "agent.json"), `{\n  "permission": {"bash": {"curl *": "never"}}\n}`)
+      const error = yield* Effect.flip(loadConfig(box.instance()))
+      expect(error.file).toBe(managed)
+      expect(error.line).toBe(2)
+      expect(error.key).toBe("permission.bash.curl *")
     })))
 
   it.live("username defaults to the OS user; compaction switches come from env", () =>

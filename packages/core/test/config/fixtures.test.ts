@@ -1,9 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { loadConfig } from "../../src/ConfigService.js"
+import { makeAgentRegistry } from "../../src/AgentRegistry.js"
+import { ConfigService, loadConfig } from "../../src/ConfigService.js"
+import { Instance } from "../../src/Instance.js"
+import * as Permission from "../../src/Permission.js"
+import { ProviderRegistry } from "../../src/ProviderRegistry.js"
 import { sandbox } from "./helpers.js"
 
 /** Real-world OpenCode configs, copied unchanged into a temp git project. */
@@ -130,5 +134,38 @@ describe("OpenCode config fixtures load unchanged", () => {
         "logLevel",
         "experimental.openTelemetry"
       ])
+    })))
+
+  it.live("local and gateway models with OpenCode's models.dev fields, an agent on a variant", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { box, info } = yield* withFixture("local-models", { OPENROUTER_API_KEY: "sk-or-test" })
+      const { config } = info
+      expect(info.warnings).toEqual([])
+      const qwen = config.provider?.lmstudio?.models?.["qwen3-coder-30b"]
+      expect(qwen).toMatchObject({ family: "qwen3", release_date: "2025-07-31", modalities: { input: ["text"], output: ["text"] } })
+      const r1 = config.provider?.openrouter?.models?.["deepseek/deepseek-r1"]
+      expect(r1?.variants?.high).toEqual({ reasoningEffort: "high" })
+      expect(r1?.cost?.context_over_200k).toEqual({ input: 0.8, output: 4 })
+
+      // the agents and their decisions
+      const instance = box.instance({ OPENROUTER_API_KEY: "sk-or-test" }, box.project)
+      const agents = makeAgentRegistry(instance, info)
+      const deep = yield* agents.get("deep-think")
+      expect(deep).toMatchObject({ mode: "subagent", variant: "high", model: { providerID: "openrouter", modelID: "deepseek/deepseek-r1" } })
+      expect(Permission.evaluate("edit", "src/a.ts", deep.permission).action).toBe("deny")
+      expect(Permission.evaluate("bash", "git log --oneline", deep.permission).action).toBe("allow")
+      expect(Permission.evaluate("bash", "make", deep.permission).action).toBe("ask")
+      const build = yield* agents.get("build")
+      expect(Permission.evaluate("bash", "git push origin main", build.permission).action).toBe("ask")
+      expect(Permission.evaluate("external_directory", path.join(instance.home, "src", "lib", "x.ts"), build.permission).action).toBe("allow")
+
+      // the configured local model resolves with its limits
+      const providers = yield* Effect.provide(
+        ProviderRegistry,
+        ProviderRegistry.layer.pipe(Layer.provide(ConfigService.layerFromInfo(info)), Layer.provide(Layer.succeed(Instance, instance)))
+      )
+      const model = yield* providers.resolve(yield* providers.defaultModel())
+      expect(model.info).toMatchObject({ providerID: "lmstudio", modelID: "qwen3-coder-30b", name: "Qwen3 Coder 30B" })
+      expect(model.info.limit).toEqual({ context: 262144, output: 65536 })
     })))
 })

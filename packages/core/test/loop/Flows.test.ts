@@ -65,7 +65,7 @@ describe("permissions in the loop", () => {
           const [, step, answer] = yield* store.messages(sessionID)
           expect(toolParts(step!.parts)[0]!.state).toMatchObject({ status: "error" })
           const error = toolParts(step!.parts)[0]!.state
-          expect(error.status === "error" && error.error).toMatch(/prevents you from using this specific tool call.*"rm \*"/)
+          expect(error.status === "error" && error.error).toMatch(/Blocked by the user's permission rules.*"rm \*"/)
           expect(answer!.parts.some((part) => part.type === "text")).toBe(true)
         })
     ))
@@ -85,7 +85,7 @@ describe("permissions in the loop", () => {
           expect(model.calls).toHaveLength(1)
           const [, step] = yield* store.messages(sessionID)
           const state = toolParts(step!.parts)[0]!.state
-          expect(state.status === "error" && state.error).toBe("The user rejected permission to use this specific tool call.")
+          expect(state.status === "error" && state.error).toBe("The user said no to this tool call; it did not run.")
         })
     )
   })

@@ -126,7 +126,7 @@ describe("subagents", () => {
         const [child] = yield* store.children(session.id)
         const childCalls = (yield* store.messages(child!.id)).flatMap((message) => message.parts.flatMap((part) => (part.type === "tool" ? [part] : [])))
         expect(childCalls[0]!.state.status).toBe("error")
-        expect(childCalls[0]!.state.status === "error" && childCalls[0]!.state.error).toMatch(/prevents you from using this specific tool call/)
+        expect(childCalls[0]!.state.status === "error" && childCalls[0]!.state.error).toMatch(/Blocked by the user's permission rules/)
         // the child was not offered the task tool (depth limit 1)
         const childCall = model.calls.find((call) => describeCall(call).isExplore)!
         expect(childCall.tools?.map((tool) => tool.name)).not.toContain("task")

@@ -337,7 +337,7 @@ describe("bash in the loop", () => {
         expect(results[0]).toMatchObject({
           output: {
             type: "error-text",
-            value: expect.stringMatching(/prevents you from using this specific tool call.*"rm \*"/s)
+            value: expect.stringMatching(/Blocked by the user's permission rules.*"rm \*"/s)
           }
         })
       }).pipe(Effect.provide(runtime.layer))
