@@ -1,12 +1,15 @@
 import { type MessageID, MessageNotFound, type SessionID, SessionImportError, SessionNotFound, type TokenUsage } from "@agent/domain"
 import { TestData, TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { SqlClient } from "@effect/sql"
+import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
 import { Cause, Chunk, Context, Effect, Exit, Fiber, Layer, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import { Bus } from "../../src/Bus.js"
 import * as Database from "../../src/Database.js"
 import { Instance } from "../../src/Instance.js"
+import initial from "../../src/migrations/0001_initial.js"
 import { SessionStore } from "../../src/SessionStore.js"
 
 /** A store over a real SQLite file in a fresh sandbox (or the given file). */
@@ -421,6 +424,27 @@ describe("database file", () => {
         expect(yield* pragma("foreign_keys")).toBe(1)
         expect(yield* pragma("synchronous")).toBe(1)
         expect(yield* pragma("busy_timeout")).toBe(5000)
+      }).pipe(Effect.provide(storeLayer(box, file)))
+    }))
+
+  it.scoped("a database of an older schema version is brought up to date with its sessions kept", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const file = box.path("data/agent.db")
+      fs.mkdirSync(box.path("data"), { recursive: true })
+      // What the first release left: only the first migration, and a session written by it.
+      const id = yield* Effect.gen(function*() {
+        yield* SqliteMigrator.run({ loader: SqliteMigrator.fromRecord({ "0001_initial": initial }) })
+        return yield* Effect.gen(function*() {
+          return (yield* (yield* SessionStore).create({ title: "from version 1" })).id
+        }).pipe(Effect.provide(SessionStore.layer.pipe(Layer.provideMerge(Bus.layer), Layer.provideMerge(Layer.succeed(Instance, box.instance)))))
+      }).pipe(Effect.provide(Layer.mergeAll(SqliteClient.layer({ filename: file }), NodeContext.layer)))
+
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        expect((yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`).map((row) => row.migration_id)).toEqual([1, 2])
+        expect((yield* (yield* SessionStore).get(id)).title).toBe("from version 1")
+        expect(yield* count(sql, "session_diff")).toBe(0)
       }).pipe(Effect.provide(storeLayer(box, file)))
     }))
 
