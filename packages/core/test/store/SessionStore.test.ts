@@ -247,6 +247,14 @@ describe("messages and parts", () => {
         const view = (yield* store.history(session.id)).map((message) => message.info.id)
         expect(view).toEqual([third.user.id, third.reply.id, compaction.user.id, compaction.summary.id, after.user.id, after.reply.id])
         expect(view).not.toContain(first.user.id)
+        // a fork points its copied compaction at its own copy of the tail, so its view is the same
+        const fork = yield* store.fork(session.id)
+        const forkView = yield* store.history(fork.id)
+        expect(forkView.map((message) => message.parts.map((part) => (part.type === "text" ? part.text : part.type)))).toEqual(
+          [["three"], [], ["compaction"], [], ["four"], []]
+        )
+        const copiedCompaction = forkView[2]!.parts[0]!
+        expect(copiedCompaction.type === "compaction" && copiedCompaction.tail_start_id).toBe(forkView[0]!.info.id)
         // a failed compaction does not hide anything; the earlier one still counts
         yield* compact(undefined, true)
         expect((yield* store.history(session.id))[0]!.info.id).toBe(third.user.id)
