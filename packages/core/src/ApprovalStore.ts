@@ -3,7 +3,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { filename as databaseFile, withBusyRetry } from "./Database.js"
+import { openedFile, withBusyRetry } from "./Database.js"
 import { Instance } from "./Instance.js"
 
 /**
@@ -22,7 +22,7 @@ export class ApprovalStore extends Context.Tag("@agent/core/ApprovalStore")<
     ApprovalStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const run = withBusyRetry(databaseFile(yield* Instance))
+      const run = withBusyRetry(yield* openedFile)
       const decode = Schema.decodeUnknownSync(PermissionRuleset)
       return {
         load: (projectID) =>

@@ -134,6 +134,13 @@ export const layerFile = (filename: string): Layer.Layer<SqlClient.SqlClient | S
   )
 }
 
+/** The file the connection really has open (`:memory:` for an in-memory database), for error messages. */
+export const openedFile: Effect.Effect<string, never, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ name: string; file: string }>`PRAGMA database_list`).pipe(
+    Effect.map((rows) => rows.find((row) => row.name === "main")?.file || ":memory:"),
+    Effect.orDie
+  )
+
 /** The database file: `AGENT_DB`, else `<data dir>/agent.db`. */
 export const filename = (instance: { readonly env: Readonly<Record<string, string | undefined>>; readonly paths: { readonly data: string } }) =>
   instance.env.AGENT_DB || path.join(instance.paths.data, "agent.db")

@@ -22,7 +22,7 @@ import type * as SqlError from "@effect/sql/SqlError"
 import { Context, Effect, Layer, ParseResult, Schedule, Schema } from "effect"
 import * as os from "node:os"
 import { Bus } from "./Bus.js"
-import { filename as databaseFile, withBusyRetry } from "./Database.js"
+import { openedFile, withBusyRetry } from "./Database.js"
 import * as Identifier from "./Identifier.js"
 import { Instance } from "./Instance.js"
 import { VERSION } from "./Version.js"
@@ -258,6 +258,47 @@ const slug = () => {
   return `${pick()}-${pick()}-${Math.random().toString(36).slice(2, 6)}`
 }
 
+const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, index) => items.slice(index * size, (index + 1) * size))
+
+/**
+ * What makes an export that decodes still unfit to import: a message, part or child listed
+ * under a session or message it does not belong to, or an id used twice. Undefined when sound.
+ */
+const inconsistency = (nodes: ReadonlyArray<SessionExport>): string | undefined => {
+  const seen = { session: new Set<string>(), message: new Set<string>(), part: new Set<string>() }
+  const twice = (kind: keyof typeof seen, id: string) => {
+    if (seen[kind].has(id)) return `${kind} ${id} appears twice in the file`
+    seen[kind].add(id)
+    return undefined
+  }
+  for (const node of nodes) {
+    const session = node.info.id
+    const duplicate = twice("session", session)
+    if (duplicate) return duplicate
+    for (const child of node.children ?? []) {
+      if (child.info.parentID !== session) {
+        return `session ${child.info.id} is listed as a child of ${session} but its parentID is ${child.info.parentID ?? "missing"}`
+      }
+    }
+    for (const { info, parts } of node.messages) {
+      const duplicate = twice("message", info.id)
+      if (duplicate) return duplicate
+      if (info.sessionID !== session) {
+        return `message ${info.id} is listed under session ${session} but its sessionID is ${info.sessionID}`
+      }
+      for (const part of parts) {
+        const duplicate = twice("part", part.id)
+        if (duplicate) return duplicate
+        if (part.messageID !== info.id || part.sessionID !== session) {
+          return `part ${part.id} is listed under message ${info.id} of session ${session} but belongs to message ${part.messageID} of session ${part.sessionID}`
+        }
+      }
+    }
+  }
+  return undefined
+}
+
 const isOpenStreamingPart = (part: Part): part is Extract<Part, { type: "text" | "reasoning" }> =>
   (part.type === "text" || part.type === "reasoning") && part.time?.end === undefined
 
@@ -275,8 +316,7 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
       const sql = yield* SqlClient.SqlClient
       const bus = yield* Bus
       const instance = yield* Instance
-      const file = instance.env.AGENT_DB === ":memory:" ? ":memory:" : databaseFile(instance)
-      const write = withBusyRetry(file)
+      const write = withBusyRetry(yield* openedFile)
       const read = <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>) => write(effect)
       const scope = yield* Effect.scope
       const partCache = new DecodeCache("part", decodePart, 32 * 1024 * 1024)
@@ -336,10 +376,12 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
 
       yield* heartbeat
       yield* recoverInterrupted
+      // A beat that fails (the file locked for a long time) is logged and the next one tried: a
+      // heartbeat that stopped for good would let other processes take this one's calls for dead.
       yield* Effect.forkScoped(
         heartbeat.pipe(
-          Effect.repeat(Schedule.spaced(LEASE_HEARTBEAT)),
-          Effect.catchAllCause((cause) => Effect.logError("session store heartbeat stopped", cause))
+          Effect.catchAllCause((cause) => Effect.logWarning("session store heartbeat failed; trying again", cause)),
+          Effect.repeat(Schedule.spaced(LEASE_HEARTBEAT))
         )
       )
       yield* Effect.addFinalizer(() => write(sql`DELETE FROM lease WHERE owner = ${owner}`).pipe(Effect.ignore))
@@ -754,11 +796,25 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
           for (const child of node.children ?? []) walk(child)
         }
         walk(tree)
+        const problem = inconsistency(flat)
+        if (problem) return yield* new SessionImportError({ detail: problem })
         for (const node of flat) {
           if (yield* findSession(node.info.id)) {
             return yield* new SessionImportError({ detail: `session ${node.info.id} already exists` })
           }
         }
+        // Message and part ids are unique across sessions: a copy of an export under another
+        // session id would otherwise fail half-way with a constraint error.
+        const taken = (table: "message" | "part", ids: ReadonlyArray<string>) =>
+          Effect.forEach(chunks(ids, 500), (chunk) => read(sql<{ id: string }>`SELECT id FROM ${sql(table)} WHERE ${sql.in("id", chunk)} LIMIT 1`)).pipe(
+            Effect.map((found) => found.flat()[0]?.id)
+          )
+        const messageIDs = flat.flatMap((node) => node.messages.map((message) => message.info.id))
+        const partIDs = flat.flatMap((node) => node.messages.flatMap((message) => message.parts.map((part) => part.id)))
+        const existingMessage = yield* taken("message", messageIDs)
+        if (existingMessage) return yield* new SessionImportError({ detail: `message ${existingMessage} already exists in this database` })
+        const existingPart = yield* taken("part", partIDs)
+        if (existingPart) return yield* new SessionImportError({ detail: `part ${existingPart} already exists in this database` })
         yield* ensureProject
         const root = tree.info.parentID && !(yield* findSession(tree.info.parentID))
           ? (({ parentID: _, ...rest }) => rest)(tree.info)

@@ -78,14 +78,14 @@ describe("several processes on one database", () => {
       }).pipe(Effect.provide(openStore(box, file)))
     }), 120_000)
 
-  it.scopedLive("a writer killed with SIGKILL 10 times leaves a sound database and no running tool calls", () =>
+  it.scopedLive("a writer killed with SIGKILL 20 times leaves a sound database and no running tool calls", () =>
     Effect.gen(function*() {
       const box = yield* TestInstance.sandbox()
       const file = box.path("crash/agent.db")
       const committed = new Set<string>()
       const completed = new Set<string>()
       const runningAtKill = new Set<string>()
-      for (let round = 0; round < 10; round++) {
+      for (let round = 0; round < 20; round++) {
         const child = start(file, "crash")
         yield* Effect.promise(() => waitFor(child, (lines) => lines.some((line) => line.startsWith("running"))))
         yield* Effect.sleep(`${Math.floor(Math.random() * 150)} millis`)
@@ -124,7 +124,30 @@ describe("several processes on one database", () => {
           expect(row.status).toBe("error")
           expect(JSON.parse(row.data).state.metadata.interrupted).toBe(true)
         }
-        expect(committed.size).toBeGreaterThan(20)
+        expect(committed.size).toBeGreaterThan(40)
       }).pipe(Effect.provide(openStore(box, file)))
-    }), 180_000)
+    }), 300_000)
+
+  it.scopedLive("a running tool call of a live process is left alone; once that process is killed it is interrupted", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const file = box.path("live/agent.db")
+      const child = start(file, "hold")
+      yield* Effect.promise(() => waitFor(child, (lines) => lines.some((line) => line.startsWith("running"))))
+      const partID = child.lines.find((line) => line.startsWith("running"))!.split(" ")[1]!
+      const state = (sql: SqlClient.SqlClient) =>
+        sql<{ status: string; data: string }>`SELECT status, data FROM part WHERE id = ${partID}`.pipe(
+          Effect.map((rows) => ({ status: rows[0]!.status, metadata: JSON.parse(rows[0]!.data).state.metadata })),
+          Effect.orDie
+        )
+
+      // another process opening the database while the writer still runs must not touch its call
+      const whileAlive = yield* Effect.flatMap(SqlClient.SqlClient, state).pipe(Effect.provide(openStore(box, file)), Effect.scoped)
+      expect(whileAlive).toEqual({ status: "running", metadata: undefined })
+
+      child.process.kill("SIGKILL")
+      yield* Effect.promise(() => child.exited)
+      const afterKill = yield* Effect.flatMap(SqlClient.SqlClient, state).pipe(Effect.provide(openStore(box, file)), Effect.scoped)
+      expect(afterKill).toEqual({ status: "error", metadata: { interrupted: true } })
+    }), 60_000)
 })

@@ -1,12 +1,15 @@
 import { type MessageID, MessageNotFound, type SessionID, SessionImportError, SessionNotFound, type TokenUsage } from "@agent/domain"
 import { TestData, TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { SqlClient } from "@effect/sql"
-import { Chunk, Effect, Layer, type Scope, Stream } from "effect"
+import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
+import { Cause, Chunk, Context, Effect, Exit, Fiber, Layer, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import { Bus } from "../../src/Bus.js"
 import * as Database from "../../src/Database.js"
 import { Instance } from "../../src/Instance.js"
+import initial from "../../src/migrations/0001_initial.js"
 import { SessionStore } from "../../src/SessionStore.js"
 
 /** A store over a real SQLite file in a fresh sandbox (or the given file). */
@@ -244,6 +247,14 @@ describe("messages and parts", () => {
         const view = (yield* store.history(session.id)).map((message) => message.info.id)
         expect(view).toEqual([third.user.id, third.reply.id, compaction.user.id, compaction.summary.id, after.user.id, after.reply.id])
         expect(view).not.toContain(first.user.id)
+        // a fork points its copied compaction at its own copy of the tail, so its view is the same
+        const fork = yield* store.fork(session.id)
+        const forkView = yield* store.history(fork.id)
+        expect(forkView.map((message) => message.parts.map((part) => (part.type === "text" ? part.text : part.type)))).toEqual(
+          [["three"], [], ["compaction"], [], ["four"], []]
+        )
+        const copiedCompaction = forkView[2]!.parts[0]!
+        expect(copiedCompaction.type === "compaction" && copiedCompaction.tail_start_id).toBe(forkView[0]!.info.id)
         // a failed compaction does not hide anything; the earlier one still counts
         yield* compact(undefined, true)
         expect((yield* store.history(session.id))[0]!.info.id).toBe(third.user.id)
@@ -343,6 +354,65 @@ describe("export and import", () => {
     }))
 })
 
+describe("import of a file that does not fit together", () => {
+  it.scoped("is refused with what is wrong, and writes nothing", () =>
+    withStore((store, sql) =>
+      Effect.gen(function*() {
+        const root = yield* store.create({ title: "original" })
+        const child = yield* store.create({ parentID: root.id, title: "child" })
+        for (const session of [root, child]) {
+          const user = TestData.userMessage(session.id)
+          const reply = TestData.assistantMessage(session.id, user.id, { finish: "stop" })
+          yield* store.upsertMessage(user)
+          yield* store.upsertPart(TestData.textPart(user, "question"))
+          yield* store.upsertMessage(reply)
+          yield* store.upsertPart(TestData.textPart(reply, "answer"))
+          yield* store.upsertPart(TestData.toolPart(reply, "completed"))
+        }
+        const exported = JSON.stringify(SessionStore.encodeExport(yield* store.exportSession(root.id)))
+        yield* store.remove(root.id)
+        type Node = {
+          info: { id: string; parentID?: string }
+          messages: Array<{ info: { id: string; sessionID: string }; parts: Array<{ id: string; messageID: string }> }>
+          children: Array<Node>
+        }
+        const edited = (edit: (tree: Node) => void) => {
+          const tree = JSON.parse(exported) as Node
+          edit(tree)
+          return tree
+        }
+        const refused = (data: unknown) => Effect.flip(store.importSession(data)).pipe(Effect.map((error) => error.message))
+        const other = "ses_zzzzzzzzzzzzzzzzzzzzzzzzzz"
+
+        expect(yield* refused(edited((tree) => (tree.messages[1]!.parts[0]!.messageID = tree.messages[0]!.info.id)))).toMatch(
+          /^Cannot import session: part prt_\w+ is listed under message msg_\w+ of session ses_\w+ but belongs to message msg_\w+/
+        )
+        expect(yield* refused(edited((tree) => (tree.messages[0]!.info.sessionID = other)))).toBe(
+          `Cannot import session: message ${JSON.parse(exported).messages[0].info.id} is listed under session ${root.id} but its sessionID is ${other}`
+        )
+        expect(yield* refused(edited((tree) => (tree.children[0]!.info.parentID = other)))).toBe(
+          `Cannot import session: session ${child.id} is listed as a child of ${root.id} but its parentID is ${other}`
+        )
+        expect(yield* refused(edited((tree) => tree.messages[1]!.parts.push(tree.messages[1]!.parts[1]!)))).toMatch(
+          /^Cannot import session: part prt_\w+ appears twice in the file$/
+        )
+        expect(yield* count(sql, "session")).toBe(0)
+
+        // the same conversation under another session id: its messages are already here
+        yield* store.importSession(JSON.parse(exported))
+        const copy = edited((tree) => {
+          tree.info.id = other
+          for (const message of tree.messages) message.info.sessionID = other
+          for (const message of tree.messages) for (const part of message.parts) (part as { sessionID?: string }).sessionID = other
+          tree.children = []
+        })
+        expect(yield* refused(copy)).toBe(`Cannot import session: message ${copy.messages[0]!.info.id} already exists in this database`)
+        expect(yield* count(sql, "session")).toBe(2)
+        expect(yield* count(sql, "message")).toBe(4)
+      })
+    ))
+})
+
 describe("database file", () => {
   it.scoped("migrations run twice harmlessly and the pragmas hold", () =>
     Effect.gen(function*() {
@@ -364,6 +434,55 @@ describe("database file", () => {
         expect(yield* pragma("busy_timeout")).toBe(5000)
       }).pipe(Effect.provide(storeLayer(box, file)))
     }))
+
+  it.scoped("a database of an older schema version is brought up to date with its sessions kept", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const file = box.path("data/agent.db")
+      fs.mkdirSync(box.path("data"), { recursive: true })
+      // What the first release left: only the first migration, and a session written by it.
+      const id = yield* Effect.gen(function*() {
+        yield* SqliteMigrator.run({ loader: SqliteMigrator.fromRecord({ "0001_initial": initial }) })
+        return yield* Effect.gen(function*() {
+          return (yield* (yield* SessionStore).create({ title: "from version 1" })).id
+        }).pipe(Effect.provide(SessionStore.layer.pipe(Layer.provideMerge(Bus.layer), Layer.provideMerge(Layer.succeed(Instance, box.instance)))))
+      }).pipe(Effect.provide(Layer.mergeAll(SqliteClient.layer({ filename: file }), NodeContext.layer)))
+
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        expect((yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`).map((row) => row.migration_id)).toEqual([1, 2])
+        expect((yield* (yield* SessionStore).get(id)).title).toBe("from version 1")
+        expect(yield* count(sql, "session_diff")).toBe(0)
+      }).pipe(Effect.provide(storeLayer(box, file)))
+    }))
+
+  it.live("a write waits out another connection's lock, and one that never frees fails naming the file", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const file = box.path("data/agent.db")
+      // A second connection, as another process would hold it, to take the write lock.
+      const other = yield* Layer.build(Database.layerFile(file)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        // Without SQLite's own 5 s wait, so what is left is the store's retry.
+        yield* (yield* SqlClient.SqlClient)`PRAGMA busy_timeout = 0`
+        yield* other`BEGIN IMMEDIATE`
+        const released = yield* Effect.fork(Effect.sleep("300 millis").pipe(Effect.zipRight(other`COMMIT`)))
+        const made = yield* store.create({ title: "waited" })
+        yield* Fiber.join(released)
+        expect((yield* store.get(made.id)).title).toBe("waited")
+
+        yield* other`BEGIN IMMEDIATE`
+        const exit = yield* Effect.exit(store.create({ title: "never" }))
+        yield* other`COMMIT`
+        const defect = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+        expect(defect).toBeInstanceOf(Database.StorageError)
+        expect((defect as Error).message).toBe(
+          `storage error in ${file}: database is locked by another process; gave up after retrying`
+        )
+        expect((yield* store.list()).items.map((session) => session.title)).toEqual(["waited"])
+      }).pipe(Effect.provide(storeLayer(box, file)))
+    }).pipe(Effect.scoped), 60_000)
 
   it.scoped("a corrupt database is moved aside and a new one is started", () =>
     Effect.gen(function*() {
