@@ -6,6 +6,7 @@ import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
 import * as Identifier from "./Identifier.js"
 import { Instance } from "./Instance.js"
+import { InstructionLoader } from "./Instructions.js"
 import { LLMService, type ProviderError } from "./LLMService.js"
 import { type LiveMessage, ModelMessageCache } from "./MessageConversion.js"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
@@ -64,7 +65,7 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
   static readonly layer: Layer.Layer<
     Compaction,
     never,
-    ConfigService | LLMService | SessionStore | Bus | AgentRegistry | Instance
+    ConfigService | LLMService | SessionStore | Bus | AgentRegistry | Instance | InstructionLoader
   > = Layer.effect(
     Compaction,
     Effect.gen(function*() {
@@ -74,6 +75,15 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
       const bus = yield* Bus
       const agents = yield* AgentRegistry
       const instance = yield* Instance
+      const instructions = yield* InstructionLoader
+
+      /** Instruction files that read results attached (`metadata.loaded`): the model loses them with the parts. */
+      const loadedBy = (parts: ReadonlyArray<Part>) =>
+        parts.flatMap((part) => {
+          if (part.type !== "tool" || part.tool !== "read" || part.state.status !== "completed") return []
+          const loaded = part.state.metadata.loaded
+          return Array.isArray(loaded) ? loaded.filter((file): file is string => typeof file === "string") : []
+        })
 
       const usable = (model: ModelInfo) => {
         const maxOut = Math.min(model.limit.output, OUTPUT_CAP) || OUTPUT_CAP
@@ -222,6 +232,8 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
 
         const user: LiveMessage = { info: userInfo, parts: [compactionPart] }
         const summary: LiveMessage = { info: completed, parts: [summaryText] }
+        // Package instructions that came with summarized reads are gone from the view: attach them again on the next read.
+        yield* instructions.release({ scope: input.sessionID, files: loadedBy(summarized.flatMap((message) => message.parts)) })
         const tokensAfter = estimateMessages(convert([user, summary, ...tail]))
         yield* bus.publish({
           type: "session.compacted",
@@ -230,7 +242,7 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
         return { user, summary, tail, tokensBefore, tokensAfter }
       })
 
-      const prune: CompactionShape["prune"] = Effect.fn("Compaction.prune")(function*(_sessionID, history) {
+      const prune: CompactionShape["prune"] = Effect.fn("Compaction.prune")(function*(sessionID, history) {
         if (config.prune === false) return 0
         let userTurns = 0
         let protectedTokens = 0
@@ -265,6 +277,7 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
             if (position >= 0) message.parts[position] = cleared
           }
         }
+        yield* instructions.release({ scope: sessionID, files: loadedBy(doomed) })
         return doomed.length
       })
 

@@ -180,6 +180,69 @@ describe("prune", () => {
 })
 
 
+describe("prune in a run", () => {
+  /**
+   * Turn 1 reads a package file, then six echo calls print ~12 500 tokens each (75 000 in all);
+   * turns 2 and 3 are small. After turn 3 the oldest outputs fall outside the newest 40 000 tokens.
+   */
+  const script = () =>
+    ScriptedModel.make([
+      [toolCall("read", { filePath: "packages/web/src/app.ts" })],
+      Array.from({ length: 6 }, (_, index) => toolCall("echo", { text: `chunk-${index + 1} ${"z".repeat(50_000)}` })),
+      "noted",
+      "two",
+      "three",
+      [toolCall("read", { filePath: "packages/web/src/app.ts" })],
+      "four"
+    ])
+  const files = {
+    "project/packages/web/AGENTS.md": "Web rule: components are PascalCase.",
+    "project/packages/web/src/app.ts": "export const app = 1\n"
+  }
+  const session = (model: ScriptedModel, config: object) =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [echo], files: { ...files, "project/agent.json": config } })
+      return yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Noisy" })
+        for (const word of ["make noise", "second", "third", "fourth"]) {
+          expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: word }] })).reason).toBe("completed")
+        }
+        expect(model.remaining).toBe(0)
+        const parts = (yield* store.messages(session.id)).flatMap((message) => message.parts)
+        // The tool results the model got back in its sixth call (the calls themselves still carry the inputs).
+        const results = model.calls[5]!.prompt
+          .flatMap((entry) => (entry.role === "tool" ? entry.content : []))
+          .map((part) => (part.type === "tool-result" ? JSON.stringify(part.output) : ""))
+        return { request: results.join("\n"), parts }
+      }).pipe(Effect.provide(runtime.layer))
+    })
+
+  it.scopedLive("by default old outputs are cleared after a run: the model sees the marker, the store keeps the text", () =>
+    Effect.gen(function*() {
+      const { parts, request } = yield* session(script(), {})
+      expect(request).toContain("[Old tool result content cleared]")
+      for (const chunk of ["chunk-1 ", "chunk-2 ", "chunk-3 "]) expect(request).not.toContain(chunk)
+      for (const chunk of ["chunk-4 ", "chunk-5 ", "chunk-6 "]) expect(request).toContain(chunk)
+      const cleared = parts.filter((part) => part.type === "tool" && part.state.status === "completed" && part.state.time.compacted)
+      expect(cleared.map((part) => (part.type === "tool" ? part.tool : ""))).toEqual(["read", "echo", "echo", "echo"])
+      // The stored text is intact.
+      expect(JSON.stringify(parts)).toContain("chunk-1 ")
+      // The pruned read carried the package's AGENTS.md: the next read in the package brings it again.
+      const reads = parts.flatMap((part) => (part.type === "tool" && part.tool === "read" && part.state.status === "completed" ? [part.state.output] : []))
+      expect(reads).toHaveLength(2)
+      expect(reads[1]).toContain("Web rule: components are PascalCase.")
+    }))
+
+  it.scopedLive("compaction.prune false keeps every output in the model's view", () =>
+    Effect.gen(function*() {
+      const { request } = yield* session(script(), { compaction: { prune: false } })
+      expect(request).not.toContain("[Old tool result content cleared]")
+      for (const chunk of ["chunk-1 ", "chunk-6 "]) expect(request).toContain(chunk)
+    }))
+})
+
 describe("compaction converges", () => {
   it.scopedLive("40 steps of large tool output in a small window need only a handful of compactions", () => {
     // The scripted model reports what the prompt really costs (4 characters a token).
