@@ -1,4 +1,4 @@
-import type { BusEventOf, SessionID } from "@agent/domain"
+import type { BusEventOf, MessageID, SessionID } from "@agent/domain"
 import { ScriptedModel, TestData, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
@@ -54,6 +54,8 @@ describe("compaction", () => {
         expect(afterFirst).toContain("gamma request")
         expect(afterFirst).not.toContain("alpha request")
         expect(afterFirst.indexOf("SUMMARY ONE")).toBeLessThan(afterFirst.indexOf("gamma request"))
+        // an automatic compaction goes on with a synthetic nudge as the newest user message
+        expect(ScriptedModel.lastUserText(model.calls[4]!)).toMatch(/^Continue with the task from where the summary leaves off/)
         // after the second: the new summary, not the old one nor beta
         const afterSecond = promptText(model.calls[7]!)
         expect(afterSecond).toContain("SUMMARY TWO")
@@ -72,6 +74,71 @@ describe("compaction", () => {
         const view = yield* store.history(session.id)
         expect(JSON.stringify(view)).toContain("SUMMARY TWO")
         expect(JSON.stringify(view)).not.toContain("alpha request")
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
+  it.scopedLive("compaction.tail_turns sets how many of the latest user turns stay verbatim", () => {
+    const model = ScriptedModel.make([
+      "ok alpha",
+      "ok beta",
+      [toolCall("echo", { text: "gamma work" }), finish("tool-calls", usage(7_500))],
+      [text("SUMMARY: alpha and beta done"), finish("stop", usage(3_000))],
+      "gamma finished"
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({
+        model,
+        tools: [echo],
+        modelInfo: { limit: { context: 8_000, output: 1_000 } },
+        files: { "project/agent.json": { compaction: { tail_turns: 1 } } }
+      })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Tail" })
+        for (const word of ["alpha", "beta", "gamma"]) {
+          expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: `${word} request` }] })).reason).toBe("completed")
+        }
+        expect(model.remaining).toBe(0)
+        const after = promptText(model.calls[4]!)
+        expect(after).toContain("SUMMARY: alpha and beta done")
+        expect(after).toContain("gamma request")
+        expect(after).toContain("gamma work")
+        expect(after).not.toContain("beta request")
+        const [compaction] = (yield* store.messages(session.id)).flatMap((message) => message.parts.filter((part) => part.type === "compaction"))
+        const gamma = (yield* store.messages(session.id)).find((message) => JSON.stringify(message.parts).includes("gamma request"))!
+        expect(compaction).toMatchObject({ auto: true, tail_start_id: gamma.info.id })
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
+  it.scopedLive("a tail too large for the headroom budget is shrunk: a huge turn is summarized, not kept verbatim", () => {
+    // usable 7 000 tokens; the verbatim tail may take at most 2 000
+    const model = ScriptedModel.make([
+      [text("alpha done"), finish("stop", usage(500))],
+      [toolCall("echo", { text: `BIG ${"b".repeat(12_000)}` }), finish("tool-calls", usage(4_000))],
+      [text("beta done"), finish("stop", usage(4_100))],
+      [toolCall("echo", { text: "gamma work" }), finish("tool-calls", usage(7_500))],
+      [text("SUMMARY: beta printed a lot"), finish("stop", usage(3_000))],
+      "gamma finished"
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [echo], modelInfo: { limit: { context: 8_000, output: 1_000 } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Shrink" })
+        for (const word of ["alpha", "beta", "gamma"]) {
+          expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: `${word} request` }] })).reason).toBe("completed")
+        }
+        expect(model.remaining).toBe(0)
+        const after = promptText(model.calls[5]!)
+        expect(after).toContain("SUMMARY: beta printed a lot")
+        expect(after).toContain("gamma request")
+        expect(after).not.toContain("beta request")
+        expect(after).not.toContain("BIG bbbb")
+        expect(Math.ceil(after.length / 4)).toBeLessThan(3_500)
       }).pipe(Effect.provide(runtime.layer))
     })
   })
@@ -118,6 +185,45 @@ describe("compaction", () => {
       }).pipe(Effect.provide(runtime.layer))
     })
   })
+})
+
+describe("overflow check", () => {
+  const modelWith = (limit: { context: number; input?: number; output: number }) => ({ providerID: "p", modelID: "m", name: "m", limit })
+  const compactionWith = (config: object) =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), files: { "project/agent.json": config } })
+      return yield* Effect.provide(Compaction, runtime.layer)
+    })
+  const step = (input: number, cacheRead = 0) =>
+    TestData.assistantMessage("ses_x" as SessionID, "msg_x" as MessageID, {
+      finish: "stop",
+      tokens: { input, output: 1_000, reasoning: 0, cache: { read: cacheRead, write: 0 } }
+    })
+
+  it.scoped("usable = context minus the output reserve (output limit capped at 32 000), or input limit minus compaction.reserved", () =>
+    Effect.gen(function*() {
+      const defaults = yield* compactionWith({})
+      expect(defaults.usable(modelWith({ context: 200_000, output: 8_192 }))).toBe(200_000 - 8_192)
+      expect(defaults.usable(modelWith({ context: 400_000, output: 128_000 }))).toBe(400_000 - 32_000)
+      expect(defaults.usable(modelWith({ context: 100_000, output: 0 }))).toBe(100_000 - 32_000)
+      // With an input limit: input minus the reserve, min(20 000, output cap) by default.
+      expect(defaults.usable(modelWith({ context: 400_000, input: 272_000, output: 128_000 }))).toBe(272_000 - 20_000)
+      expect(defaults.usable(modelWith({ context: 400_000, input: 272_000, output: 8_000 }))).toBe(272_000 - 8_000)
+      const reserved = yield* compactionWith({ compaction: { reserved: 50_000 } })
+      expect(reserved.usable(modelWith({ context: 400_000, input: 272_000, output: 128_000 }))).toBe(222_000)
+      // A step counts input, output and cache tokens against the window.
+      const small = modelWith({ context: 10_000, output: 2_000 })
+      // usable 8 000; each step also has 1 000 output tokens
+      expect(defaults.isOverflow(step(7_000), small)).toBe(true)
+      expect(defaults.isOverflow(step(6_999), small)).toBe(false)
+      expect(defaults.isOverflow(step(5_000, 1_000), small)).toBe(false)
+      expect(defaults.isOverflow(step(5_000, 2_000), small)).toBe(true)
+      // Unknown window (0): never; compaction.auto false: never.
+      expect(defaults.isOverflow(step(1_000_000), modelWith({ context: 0, output: 0 }))).toBe(false)
+      const off = yield* compactionWith({ compaction: { auto: false } })
+      expect(off.auto).toBe(false)
+      expect(off.isOverflow(step(1_000_000), small)).toBe(false)
+    }))
 })
 
 describe("prune", () => {
@@ -247,10 +353,18 @@ describe("compaction converges", () => {
   it.scopedLive("40 steps of large tool output in a small window need only a handful of compactions", () => {
     // The scripted model reports what the prompt really costs (4 characters a token).
     let steps = 0
+    let summarizing = false
+    /** The size of each request that came right after a summary. */
+    const afterSummary: Array<number> = []
     const turn = (options: { prompt: ReadonlyArray<unknown> }) => {
       const input = Math.ceil(JSON.stringify(options.prompt).length / 4)
       const system = JSON.stringify(options.prompt[0] ?? "")
-      if (system.includes("working memory")) return [text("## Goal\nRead every chunk.\n## Progress\nSeveral chunks read."), finish("stop", { input, output: 200 })]
+      if (system.includes("working memory")) {
+        summarizing = true
+        return [text("## Goal\nRead every chunk.\n## Progress\nSeveral chunks read."), finish("stop", { input, output: 200 })]
+      }
+      if (summarizing) afterSummary.push(input)
+      summarizing = false
       steps++
       if (steps >= 40) return [text("All chunks read."), finish("stop", { input, output: 20 })]
       return [toolCall("echo", { text: `chunk ${steps} ${"y".repeat(8_000)}` }), finish("tool-calls", { input, output: 20 })]
@@ -271,6 +385,9 @@ describe("compaction converges", () => {
         // ~2 000 tokens of new output per step into a 20 000-token usable window
         expect(compactions).toBeGreaterThanOrEqual(2)
         expect(compactions).toBeLessThanOrEqual(12)
+        // real headroom: the request after each summary uses at most half the usable 20 000 tokens
+        expect(afterSummary).toHaveLength(compactions)
+        for (const size of afterSummary) expect(size).toBeLessThanOrEqual(10_000)
         console.log(`compactions in a 40-step run: ${compactions}`)
       }).pipe(Effect.provide(runtime.layer))
     })
