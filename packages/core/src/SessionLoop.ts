@@ -1439,9 +1439,20 @@ function make() {
     })
 
     const summarize = Effect.fn("SessionLoop.summarize")(function*(sessionID: SessionID) {
+      yield* store.get(sessionID)
       const messages = yield* store.history(sessionID)
       const lastUser = [...messages].reverse().find((message) => message.info.role === "user")?.info as UserMessage | undefined
-      const modelRef = lastUser?.model ?? (yield* providers.defaultModel())
+      // Nothing asked yet: nothing to summarize, and no model call.
+      if (!lastUser) return ""
+      // The files the session (children included) changed, so the account of the changes is exact.
+      const changed = yield* sessionChanges.diff(sessionID).pipe(Effect.orElseSucceed(() => []))
+      const request = [
+        Prompts.read("session/summary-request.txt"),
+        ...(changed.length > 0
+          ? ["", Prompts.read("session/summary-files.txt"), ...changed.map((diff) => `- ${diff.file} (${diff.status ?? "modified"}, +${diff.additions} -${diff.deletions})`)]
+          : [])
+      ].join("\n")
+      const modelRef = lastUser.model
       const model = yield* providers.resolve(modelRef)
       const summary = yield* agents.get("summary").pipe(Effect.orDie)
       const cache = new ModelMessageCache()
@@ -1451,7 +1462,7 @@ function make() {
         system: [summary.prompt ?? ""],
         messages: [
           ...messages.flatMap((message) => cache.convert({ info: message.info, parts: [...message.parts] }, { wrapUserText: false })),
-          { role: "user", content: Prompts.read("session/summary-request.txt") }
+          { role: "user", content: request }
         ],
         tools: []
       }).pipe(Stream.runForEach((event) => Effect.sync(() => void (event.type === "text-delta" && (text += event.text)))))
