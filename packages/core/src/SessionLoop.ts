@@ -60,6 +60,7 @@ import * as SystemPrompt from "./SystemPrompt.js"
 import * as Tool from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
 import { Truncation } from "./Truncate.js"
+import * as Wildcard from "./Wildcard.js"
 
 // --- inputs and outcomes -----------------------------------------------------------------
 
@@ -409,27 +410,53 @@ function make() {
       })
 
     /**
+     * The parent's denies as they hold in the parent (and rules `keep` names, in place). A deny
+     * on one permission is carried whole (as OpenCode carries edit denies). A wildcard deny that
+     * later rules partly undo (`"*": deny` then `read: allow`) would lock the child out of what
+     * the parent may do, so it is carried as one deny per known permission that no later allow
+     * or ask gives back.
+     */
+    const parentDenies = (
+      rules: PermissionRuleset,
+      permissions: ReadonlyArray<string>,
+      keep: (rule: PermissionRuleset[number]) => boolean = () => false
+    ): PermissionRuleset =>
+      rules.flatMap((rule, index) => {
+        if (keep(rule)) return [rule]
+        if (rule.action !== "deny" || rule.source?.layer === "default") return []
+        if (!/[*?]/.test(rule.permission)) return [rule]
+        const undone = rules.slice(index + 1).filter((later) => later.action !== "deny")
+        if (!undone.some((later) => Wildcard.match(later.permission, rule.permission))) return [rule]
+        return permissions
+          .filter((name) => Wildcard.match(name, rule.permission) && !undone.some((later) => Wildcard.match(name, later.permission)))
+          .map((name) => ({ ...rule, permission: name }))
+      })
+
+    /**
      * The child session's rules: what the parent may not do, the child may not do either (its
      * agent's and its session's denies, and the parent session's external-directory answers);
      * todo and task are off unless the subagent's own config mentions them; no task at all
      * past the nesting limit.
      */
-    const childRules = (parent: Agent, parentSession: PermissionRuleset, subagent: Agent, childDepth: number) => {
-      const own = (permission: string) =>
-        subagent.permission.some((rule) => rule.permission === permission && rule.source?.layer !== "default")
-      const carried = [
-        ...parent.permission.filter((rule) => rule.action === "deny" && rule.source?.layer !== "default"),
-        ...parentSession.filter((rule) => rule.action === "deny" || rule.permission === "external_directory")
-      ]
-      const note = (text: string) => ({ layer: "session" as const, note: text })
-      return [
-        ...carried,
-        ...(own("todowrite") ? [] : [{ permission: "todowrite", pattern: "*", action: "deny" as const, source: note("subagent default") }]),
-        ...(own("task") && childDepth < subagentDepth
-          ? []
-          : [{ permission: "task", pattern: "*", action: "deny" as const, source: note(`subagent depth limit ${subagentDepth}`) }])
-      ] satisfies PermissionRuleset
-    }
+    const childRules = (parent: Agent, parentSession: PermissionRuleset, subagent: Agent, childDepth: number) =>
+      Effect.gen(function*() {
+        const tools = [...(yield* registry.all()), ...(yield* mcp.tools())]
+        const permissions = [...new Set([...tools.map((tool) => Permission.permissionOfTool(tool.id)), "task", "external_directory"])]
+        const own = (permission: string) =>
+          subagent.permission.some((rule) => rule.permission === permission && rule.source?.layer !== "default")
+        const carried = [
+          ...parentDenies(parent.permission, permissions),
+          ...parentDenies(parentSession, permissions, (rule) => rule.permission === "external_directory")
+        ]
+        const note = (text: string) => ({ layer: "session" as const, note: text })
+        return [
+          ...carried,
+          ...(own("todowrite") ? [] : [{ permission: "todowrite", pattern: "*", action: "deny" as const, source: note("subagent default") }]),
+          ...(own("task") && childDepth < subagentDepth
+            ? []
+            : [{ permission: "task", pattern: "*", action: "deny" as const, source: note(`subagent depth limit ${subagentDepth}`) }])
+        ] satisfies PermissionRuleset
+      })
 
     const subagentResult = (childID: SessionID, outcome: RunOutcome) => {
       const texts = (outcome.message?.parts ?? []).flatMap((part) => (part.type === "text" && !part.synthetic ? [part.text] : []))
@@ -469,7 +496,7 @@ function make() {
             parentID: context.sessionID,
             title: `${params.description} (@${subagent.name} subagent)`,
             agent: subagent.name,
-            permission: childRules(context.agent, parentSession.permission ?? [], subagent, childDepth)
+            permission: yield* childRules(context.agent, parentSession.permission ?? [], subagent, childDepth)
           }).pipe(Effect.orDie)
 
         const parentMessage = yield* store.getMessage(context.sessionID, context.messageID).pipe(Effect.orDie)

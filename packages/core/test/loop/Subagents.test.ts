@@ -142,6 +142,47 @@ describe("subagents", () => {
     })
   })
 
+  it.scopedLive("a parent that denies everything but reading lets its subagent read, and nothing the parent may not do", () => {
+    const router = (options: LanguageModelV3CallOptions): Script.ScriptTurnSpec => {
+      const call = describeCall(options)
+      if (call.isExplore && call.results.length === 0) return [toolCall("read", { filePath: "src/app.ts" })]
+      if (call.isExplore) return `child saw: ${call.results.join(" ")}`
+      if (call.results.length === 0) return [toolCall("task", { description: "Look around", prompt: "read the app", subagent_type: "explore" })]
+      return "parent done"
+    }
+    const model = ScriptedModel.make(Array.from({ length: 4 }, () => router))
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({
+        model,
+        files: {
+          "project/src/app.ts": "export const answer = 42\n",
+          "project/agent.json": {
+            default_agent: "reviewer",
+            agent: {
+              reviewer: { mode: "primary", prompt: "You review.", permission: { "*": "deny", read: "allow", grep: "allow", task: "allow" } }
+            }
+          }
+        }
+      })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const session = yield* store.create({ title: "Review" })
+        const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "review it" }] })
+        expect(outcome.reason).toBe("completed")
+        const [child] = yield* store.children(session.id)
+        const childCalls = (yield* store.messages(child!.id)).flatMap((message) => message.parts.flatMap((part) => (part.type === "tool" ? [part] : [])))
+        expect(childCalls[0]!.state.status).toBe("completed")
+        expect(childCalls[0]!.state.status === "completed" && childCalls[0]!.state.output).toContain("export const answer = 42")
+        // explore may run bash and list on its own; the parent may not, so neither may the child
+        const offered = model.calls.find((call) => describeCall(call).isExplore)!.tools!.map((tool) => tool.name)
+        expect(offered).toEqual(expect.arrayContaining(["read", "grep"]))
+        expect(offered).not.toContain("bash")
+        expect(offered).not.toContain("list")
+        expect(offered).not.toContain("task")
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
   it.scopedLive("an @mention runs the subagent first, without a task permission ask", () => {
     const router = (options: LanguageModelV3CallOptions): Script.ScriptTurnSpec => {
       const call = describeCall(options)
