@@ -260,6 +260,39 @@ describe("the task tool", () => {
     })
   })
 
+  it.scopedLive("a task_id that is not a subagent session of this session is refused with a clear error", () => {
+    let other = ""
+    const router = (options: LanguageModelV3CallOptions): Script.ScriptTurnSpec => {
+      const call = describeCall(options)
+      if (call.results.length === 0) {
+        return [
+          toolCall("task", { description: "Resume", prompt: "go on", subagent_type: "general", task_id: other }),
+          toolCall("task", { description: "Resume", prompt: "go on", subagent_type: "general", task_id: "ses_nonexistent" })
+        ]
+      }
+      return "parent done"
+    }
+    const model = ScriptedModel.make(Array.from({ length: 2 }, () => router))
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        other = (yield* store.create({ title: "Someone else's" })).id
+        const session = yield* store.create({ title: "Parent" })
+        expect((yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "resume" }] })).reason).toBe("completed")
+        const errors = (yield* store.messages(session.id)).flatMap((message) =>
+          message.parts.flatMap((part) => (part.type === "tool" && part.state.status === "error" ? [part.state.error] : []))
+        )
+        expect(errors).toEqual([
+          `No subagent session ${other} belongs to this session; leave task_id out to start a new one.`,
+          "No subagent session ses_nonexistent belongs to this session; leave task_id out to start a new one."
+        ])
+        expect(yield* store.children(session.id)).toEqual([])
+        expect((yield* store.messages(other)).length).toBe(0)
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
   it.scopedLive("the child's tool calls show in the task part's metadata while it runs; its tokens roll up", () => {
     const router = (options: LanguageModelV3CallOptions): Script.ScriptTurnSpec => {
       const call = describeCall(options)
