@@ -41,8 +41,13 @@ export interface CompactionResult {
 export interface CompactionShape {
   /** Tokens a request may use before the context window (minus the output reserve) is full. */
   readonly usable: (model: ModelInfo) => number
-  /** Whether this finished step used so much of the window that the next one may not fit. */
-  readonly isOverflow: (message: AssistantMessage, model: ModelInfo) => boolean
+  /**
+   * Whether this finished step used so much of the window that the next request may not fit:
+   * its tokens (OpenCode's check) plus `added`, an estimate of what the history gained since
+   * (its tool results, newer messages), so a large tool output is summarized before a request
+   * that would overflow is sent.
+   */
+  readonly isOverflow: (message: AssistantMessage, model: ModelInfo, added?: number) => boolean
   /** Whether automatic compaction is on (`compaction.auto`, default true). */
   readonly auto: boolean
   /**
@@ -93,11 +98,11 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
           : Math.max(0, model.limit.context - maxOut)
       }
 
-      const isOverflow = (message: AssistantMessage, model: ModelInfo) => {
+      const isOverflow = (message: AssistantMessage, model: ModelInfo, added = 0) => {
         if (config.auto === false || model.limit.context === 0) return false
         const tokens = message.tokens
         const used = tokens.total ?? tokens.input + tokens.output + tokens.cache.read + tokens.cache.write
-        return used >= usable(model)
+        return used + added >= usable(model)
       }
 
       /** Messages with tool output capped and attachments dropped, for the summary request. */

@@ -644,6 +644,20 @@ function make() {
           return undefined
         }
 
+        /** Tokens (4 characters each) the history gained after `step` was sent: its tool results and newer messages' text. */
+        const addedSince = (step: LiveMessage) => {
+          let chars = 0
+          for (let index = history.indexOf(step); index >= 0 && index < history.length; index++) {
+            const message = history[index]!
+            for (const part of message.parts) {
+              if (part.type === "tool" && part.state.status === "completed" && !part.state.time.compacted) chars += part.state.output.length
+              else if (part.type === "tool" && part.state.status === "error") chars += part.state.error.length
+              else if (message !== step && part.type === "text") chars += part.text.length
+            }
+          }
+          return Math.ceil(chars / 4)
+        }
+
         /** A new, empty assistant message answering `user`: stored, and appended to the history. */
         const startAssistantMessage = (user: LiveMessage, agent: Agent, model: ResolvedModel) =>
           Effect.gen(function*() {
@@ -804,7 +818,7 @@ function make() {
             // The last step filled the window: summarize before asking again. Only steps after
             // the latest summary count, and never twice without a real step in between.
             const lastStep = lastFinishedAfterSummary()
-            if (compaction.auto && lastStep && compaction.isOverflow(lastStep.info as AssistantMessage, model.info)) {
+            if (compaction.auto && lastStep && compaction.isOverflow(lastStep.info as AssistantMessage, model.info, addedSince(lastStep))) {
               if (compactedWithoutStep) return yield* stopRun("error", errorOf("ContextOverflowError", COMPACTION_NOT_ENOUGH))
               yield* compactHistory({ model, user: user.info, auto: true, overflow: false })
               continue

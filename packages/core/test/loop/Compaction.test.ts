@@ -1,12 +1,13 @@
 import type { BusEventOf, MessageID, SessionID } from "@agent/domain"
 import { ScriptedModel, TestData, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import { Bus } from "../../src/Bus.js"
 import { Compaction } from "../../src/Compaction.js"
 import type { LiveMessage } from "../../src/MessageConversion.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
+import * as Tool from "../../src/Tool.js"
 import { echo } from "./tools.js"
 
 const { finish, text, toolCall } = ScriptedModel
@@ -117,7 +118,7 @@ describe("compaction", () => {
     // usable 7 000 tokens; the verbatim tail may take at most 2 000
     const model = ScriptedModel.make([
       [text("alpha done"), finish("stop", usage(500))],
-      [toolCall("echo", { text: `BIG ${"b".repeat(12_000)}` }), finish("tool-calls", usage(4_000))],
+      [toolCall("echo", { text: `BIG ${"b".repeat(12_000)}` }), finish("tool-calls", usage(3_000))],
       [text("beta done"), finish("stop", usage(4_100))],
       [toolCall("echo", { text: "gamma work" }), finish("tool-calls", usage(7_500))],
       [text("SUMMARY: beta printed a lot"), finish("stop", usage(3_000))],
@@ -218,6 +219,9 @@ describe("overflow check", () => {
       expect(defaults.isOverflow(step(6_999), small)).toBe(false)
       expect(defaults.isOverflow(step(5_000, 1_000), small)).toBe(false)
       expect(defaults.isOverflow(step(5_000, 2_000), small)).toBe(true)
+      // plus what the history gained since that step (its tool results)
+      expect(defaults.isOverflow(step(5_000), small, 1_999)).toBe(false)
+      expect(defaults.isOverflow(step(5_000), small, 2_000)).toBe(true)
       // Unknown window (0): never; compaction.auto false: never.
       expect(defaults.isOverflow(step(1_000_000), modelWith({ context: 0, output: 0 }))).toBe(false)
       const off = yield* compactionWith({ compaction: { auto: false } })
@@ -349,12 +353,22 @@ describe("prune in a run", () => {
     }))
 })
 
+/** Like a read of a large file: a short call, a long result (`chars` characters). */
+const chunkTool = (chars: number) =>
+  Tool.make({
+    id: "chunk",
+    description: "Reads one chunk of the data.",
+    parameters: Schema.Struct({ n: Schema.Number }),
+    execute: (params) => Effect.succeed({ title: `chunk ${params.n}`, output: `chunk-${params.n}-start ${"y".repeat(chars)}` })
+  })
+
 describe("compaction converges", () => {
-  it.scopedLive("40 steps of large tool output in a small window need only a handful of compactions", () => {
+  it.scopedLive("40 steps of large tool output in a small window need only a handful of compactions, and no request overflows", () => {
     // The scripted model reports what the prompt really costs (4 characters a token).
     let steps = 0
     let summarizing = false
-    /** The size of each request that came right after a summary. */
+    /** The size of every request, and of each request that came right after a summary. */
+    const requests: Array<number> = []
     const afterSummary: Array<number> = []
     const turn = (options: { prompt: ReadonlyArray<unknown> }) => {
       const input = Math.ceil(JSON.stringify(options.prompt).length / 4)
@@ -365,13 +379,15 @@ describe("compaction converges", () => {
       }
       if (summarizing) afterSummary.push(input)
       summarizing = false
+      requests.push(input)
       steps++
       if (steps >= 40) return [text("All chunks read."), finish("stop", { input, output: 20 })]
-      return [toolCall("echo", { text: `chunk ${steps} ${"y".repeat(8_000)}` }), finish("tool-calls", { input, output: 20 })]
+      return [toolCall("chunk", { n: steps }), finish("tool-calls", { input, output: 20 })]
     }
     const model = ScriptedModel.make(Array.from({ length: 80 }, () => turn))
     return Effect.gen(function*() {
-      const runtime = yield* TestRuntime.make({ model, tools: [echo], modelInfo: { limit: { context: 24_000, output: 4_000 } } })
+      // ~2 000 tokens of new output per step into a 20 000-token usable window
+      const runtime = yield* TestRuntime.make({ model, tools: [chunkTool(8_000)], modelInfo: { limit: { context: 24_000, output: 4_000 } } })
       yield* Effect.gen(function*() {
         const store = yield* SessionStore
         const bus = yield* Bus
@@ -382,16 +398,42 @@ describe("compaction converges", () => {
         const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "read all chunks" }] })
         expect(outcome.reason).toBe("completed")
         expect(steps).toBe(40)
-        // ~2 000 tokens of new output per step into a 20 000-token usable window
+        // one summary every ~9 steps (OpenCode: 24 in such a run)
         expect(compactions).toBeGreaterThanOrEqual(2)
-        expect(compactions).toBeLessThanOrEqual(12)
-        // real headroom: the request after each summary uses at most half the usable 20 000 tokens
+        expect(compactions).toBeLessThanOrEqual(5)
+        // no request over the usable window, and real headroom after each summary: at most half of it
+        expect(Math.max(...requests)).toBeLessThan(20_000)
         expect(afterSummary).toHaveLength(compactions)
         for (const size of afterSummary) expect(size).toBeLessThanOrEqual(10_000)
-        console.log(`compactions in a 40-step run: ${compactions}`)
+        // the store still holds every output
+        const transcript = JSON.stringify(yield* store.messages(session.id))
+        for (let n = 1; n < 40; n++) expect(transcript).toContain(`chunk-${n}-start`)
+        console.log(`compactions in a 40-step run: ${compactions}; largest request ${Math.max(...requests)} of 20000 usable tokens`)
       }).pipe(Effect.provide(runtime.layer))
     })
   }, 60_000)
+
+  it.scopedLive("a tool result that would overflow the next request is summarized before that request is sent", () => {
+    // usable 7 000; the step used 3 550 and its result adds ~4 000
+    const model = ScriptedModel.make([
+      [toolCall("chunk", { n: 1 }), finish("tool-calls", usage(3_500))],
+      [text("SUMMARY: chunk 1 was read"), finish("stop", usage(1_000))],
+      "done"
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [chunkTool(16_000)], modelInfo: { limit: { context: 8_000, output: 1_000 } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const session = yield* store.create({ title: "Big result" })
+        expect((yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "read chunk 1" }] })).reason).toBe("completed")
+        expect(model.remaining).toBe(0)
+        expect(JSON.stringify(model.calls[1]!.prompt[0])).toContain("working memory")
+        const next = promptText(model.calls[2]!)
+        expect(next).toContain("SUMMARY: chunk 1 was read")
+        expect(next).not.toContain("chunk-1-start")
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
 })
 
 describe("manual compaction and summaries", () => {

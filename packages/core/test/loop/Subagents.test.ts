@@ -1,3 +1,4 @@
+import type { SessionID } from "@agent/domain"
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider"
 import { type Script, ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
@@ -261,7 +262,7 @@ describe("the task tool", () => {
   })
 
   it.scopedLive("a task_id that is not a subagent session of this session is refused with a clear error", () => {
-    let other = ""
+    let other = "" as SessionID
     const router = (options: LanguageModelV3CallOptions): Script.ScriptTurnSpec => {
       const call = describeCall(options)
       if (call.results.length === 0) {
