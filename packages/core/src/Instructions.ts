@@ -7,6 +7,18 @@ import { Instance } from "./Instance.js"
 import type { InstanceInfo } from "./Instance.js"
 import { isWithin as within } from "./tools/ExternalDirectory.js"
 
+/** One entry of the system prompt's instructions: a file, or an http(s) URL. */
+export interface InstructionSource {
+  readonly source: string
+  readonly kind: "file" | "url"
+}
+
+/** What a read brought along: the reminder to append and the files in it. */
+export interface AttachedInstructions {
+  readonly reminder: string
+  readonly files: ReadonlyArray<string>
+}
+
 /**
  * Instruction files for the system prompt and for files the agent reads.
  *
@@ -26,18 +38,6 @@ import { isWithin as within } from "./tools/ExternalDirectory.js"
  * fetched once per loader (in the background from layer build); a URL's content is then
  * kept for the life of the process.
  */
-/** One entry of the system prompt's instructions: a file, or an http(s) URL. */
-export interface InstructionSource {
-  readonly source: string
-  readonly kind: "file" | "url"
-}
-
-/** What a read brought along: the reminder to append and the files in it. */
-export interface AttachedInstructions {
-  readonly reminder: string
-  readonly files: ReadonlyArray<string>
-}
-
 export interface InstructionLoaderShape {
   /** The instruction entries for the system prompt of the next step. */
   readonly system: () => Effect.Effect<ReadonlyArray<string>>
@@ -299,6 +299,8 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
         })
         if (picked.length === 0) return undefined
         const texts = picked.map(readFileSync)
+        // An empty file attaches nothing, so it is not claimed either.
+        yield* Effect.sync(() => picked.forEach((file, index) => void (texts[index] || claimsOf(input.scope).delete(file))))
         const files = picked.filter((_, index) => texts[index])
         if (files.length === 0) return undefined
         const blocks = files.map((file) => formatEntry(file, texts[picked.indexOf(file)]!))
