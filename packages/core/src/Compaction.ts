@@ -6,6 +6,7 @@ import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
 import * as Identifier from "./Identifier.js"
 import { Instance } from "./Instance.js"
+import { InstructionLoader } from "./Instructions.js"
 import { LLMService, type ProviderError } from "./LLMService.js"
 import { type LiveMessage, ModelMessageCache } from "./MessageConversion.js"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
@@ -40,8 +41,13 @@ export interface CompactionResult {
 export interface CompactionShape {
   /** Tokens a request may use before the context window (minus the output reserve) is full. */
   readonly usable: (model: ModelInfo) => number
-  /** Whether this finished step used so much of the window that the next one may not fit. */
-  readonly isOverflow: (message: AssistantMessage, model: ModelInfo) => boolean
+  /**
+   * Whether this finished step used so much of the window that the next request may not fit:
+   * its tokens (OpenCode's check) plus `added`, an estimate of what the history gained since
+   * (its tool results, newer messages), so a large tool output is summarized before a request
+   * that would overflow is sent.
+   */
+  readonly isOverflow: (message: AssistantMessage, model: ModelInfo, added?: number) => boolean
   /** Whether automatic compaction is on (`compaction.auto`, default true). */
   readonly auto: boolean
   /**
@@ -64,7 +70,7 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
   static readonly layer: Layer.Layer<
     Compaction,
     never,
-    ConfigService | LLMService | SessionStore | Bus | AgentRegistry | Instance
+    ConfigService | LLMService | SessionStore | Bus | AgentRegistry | Instance | InstructionLoader
   > = Layer.effect(
     Compaction,
     Effect.gen(function*() {
@@ -74,6 +80,15 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
       const bus = yield* Bus
       const agents = yield* AgentRegistry
       const instance = yield* Instance
+      const instructions = yield* InstructionLoader
+
+      /** Instruction files that read results attached (`metadata.loaded`): the model loses them with the parts. */
+      const loadedBy = (parts: ReadonlyArray<Part>) =>
+        parts.flatMap((part) => {
+          if (part.type !== "tool" || part.tool !== "read" || part.state.status !== "completed") return []
+          const loaded = part.state.metadata.loaded
+          return Array.isArray(loaded) ? loaded.filter((file): file is string => typeof file === "string") : []
+        })
 
       const usable = (model: ModelInfo) => {
         const maxOut = Math.min(model.limit.output, OUTPUT_CAP) || OUTPUT_CAP
@@ -83,11 +98,11 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
           : Math.max(0, model.limit.context - maxOut)
       }
 
-      const isOverflow = (message: AssistantMessage, model: ModelInfo) => {
+      const isOverflow = (message: AssistantMessage, model: ModelInfo, added = 0) => {
         if (config.auto === false || model.limit.context === 0) return false
         const tokens = message.tokens
         const used = tokens.total ?? tokens.input + tokens.output + tokens.cache.read + tokens.cache.write
-        return used >= usable(model)
+        return used + added >= usable(model)
       }
 
       /** Messages with tool output capped and attachments dropped, for the summary request. */
@@ -222,6 +237,8 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
 
         const user: LiveMessage = { info: userInfo, parts: [compactionPart] }
         const summary: LiveMessage = { info: completed, parts: [summaryText] }
+        // Package instructions that came with summarized reads are gone from the view: attach them again on the next read.
+        yield* instructions.release({ scope: input.sessionID, files: loadedBy(summarized.flatMap((message) => message.parts)) })
         const tokensAfter = estimateMessages(convert([user, summary, ...tail]))
         yield* bus.publish({
           type: "session.compacted",
@@ -230,7 +247,7 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
         return { user, summary, tail, tokensBefore, tokensAfter }
       })
 
-      const prune: CompactionShape["prune"] = Effect.fn("Compaction.prune")(function*(_sessionID, history) {
+      const prune: CompactionShape["prune"] = Effect.fn("Compaction.prune")(function*(sessionID, history) {
         if (config.prune === false) return 0
         let userTurns = 0
         let protectedTokens = 0
@@ -265,6 +282,7 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
             if (position >= 0) message.parts[position] = cleared
           }
         }
+        yield* instructions.release({ scope: sessionID, files: loadedBy(doomed) })
         return doomed.length
       })
 

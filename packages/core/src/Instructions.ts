@@ -7,6 +7,18 @@ import { Instance } from "./Instance.js"
 import type { InstanceInfo } from "./Instance.js"
 import { isWithin as within } from "./tools/ExternalDirectory.js"
 
+/** One entry of the system prompt's instructions: a file, or an http(s) URL. */
+export interface InstructionSource {
+  readonly source: string
+  readonly kind: "file" | "url"
+}
+
+/** What a read brought along: the reminder to append and the files in it. */
+export interface AttachedInstructions {
+  readonly reminder: string
+  readonly files: ReadonlyArray<string>
+}
+
 /**
  * Instruction files for the system prompt and for files the agent reads.
  *
@@ -31,15 +43,25 @@ export interface InstructionLoaderShape {
   readonly system: () => Effect.Effect<ReadonlyArray<string>>
   /** The instruction files (not URLs) that `system()` currently includes. */
   readonly files: () => Effect.Effect<ReadonlyArray<string>>
+  /** Where `system()`'s entries come from, in order: files, then fetched URLs. */
+  readonly sources: () => Effect.Effect<ReadonlyArray<InstructionSource>>
   /**
    * After a `read` of `filePath`: the instruction files of the directories between the file and
    * the project root (in each directory the first of AGENTS.md, CLAUDE.md, CONTEXT.md; nearest
-   * first) that are neither in the system prompt nor already attached for this message, wrapped
-   * in one `<system-reminder>` for the read tool to append to its output. Each file is attached
-   * at most once per `scope` (the session: a file already shown stays in the history); undefined
-   * when there is nothing new.
+   * first) that are neither in the system prompt nor already attached in this `scope`, wrapped
+   * in one `<system-reminder>` for the read tool to append to its output; undefined when there
+   * is nothing new.
+   *
+   * The scope is the session. OpenCode claims a file per message and skips files that an
+   * earlier, still visible read result carries; here the claim lasts while that read result is
+   * in the model's view, and `release` ends it when the result is summarized or pruned away, so
+   * the next read in that package brings the file again.
    */
-  readonly forRead: (input: { readonly scope: string; readonly filePath: string }) => Effect.Effect<string | undefined>
+  readonly forRead: (input: { readonly scope: string; readonly filePath: string }) => Effect.Effect<AttachedInstructions | undefined>
+  /** The model no longer sees these attached files (compaction, prune): a later read attaches them again. */
+  readonly release: (input: { readonly scope: string; readonly files: ReadonlyArray<string> }) => Effect.Effect<void>
+  /** The files attached to reads in `scope` that the model still sees, in the order they came. */
+  readonly attached: (scope: string) => Effect.Effect<ReadonlyArray<string>>
 }
 
 export class InstructionLoader extends Context.Tag("@agent/core/InstructionLoader")<
@@ -64,8 +86,8 @@ export class InstructionLoader extends Context.Tag("@agent/core/InstructionLoade
 export const PROJECT_FILES = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"] as const
 
 const FETCH_TIMEOUT_MS = 5_000
-/** Messages whose attached files are remembered; older claim sets are dropped. */
-const CLAIM_MESSAGES = 200
+/** Sessions whose attached files are remembered; older claim sets are dropped. */
+const CLAIM_SCOPES = 200
 
 /** URL contents fetched by any loader in this process. */
 const urlCache = new Map<string, string>()
@@ -228,7 +250,7 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
       if (set === undefined) {
         set = new Set()
         claims.set(scope, set)
-        if (claims.size > CLAIM_MESSAGES) claims.delete(claims.keys().next().value!)
+        if (claims.size > CLAIM_SCOPES) claims.delete(claims.keys().next().value!)
       }
       return set
     }
@@ -242,6 +264,20 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
       files: Effect.fn("InstructionLoader.files")(function*() {
         const entries = yield* collect(configuredOnce)
         return entries.filter((entry) => entry.kind === "file").map((entry) => entry.source)
+      }),
+      sources: Effect.fn("InstructionLoader.sources")(function*() {
+        const entries = yield* collect(configuredOnce)
+        return entries.map((entry) => ({ source: entry.source, kind: entry.kind }))
+      }),
+      release: Effect.fn("InstructionLoader.release")(function*(input) {
+        const claimed = claims.get(input.scope)
+        if (claimed === undefined) return
+        yield* Effect.sync(() => {
+          for (const file of input.files) claimed.delete(file)
+        })
+      }),
+      attached: Effect.fn("InstructionLoader.attached")(function*(scope) {
+        return [...(claims.get(scope) ?? [])]
       }),
       forRead: Effect.fn("InstructionLoader.forRead")(function*(input) {
         const target = path.resolve(instance.directory, input.filePath)
@@ -263,11 +299,12 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
         })
         if (picked.length === 0) return undefined
         const texts = picked.map(readFileSync)
-        const blocks = picked.flatMap((file, index) => {
-          const text = texts[index]
-          return text ? [formatEntry(file, text)] : []
-        })
-        return blocks.length === 0 ? undefined : `<system-reminder>\n${blocks.join("\n\n")}\n</system-reminder>`
+        // An empty file attaches nothing, so it is not claimed either.
+        yield* Effect.sync(() => picked.forEach((file, index) => void (texts[index] || claimsOf(input.scope).delete(file))))
+        const files = picked.filter((_, index) => texts[index])
+        if (files.length === 0) return undefined
+        const blocks = files.map((file) => formatEntry(file, texts[picked.indexOf(file)]!))
+        return { reminder: `<system-reminder>\n${blocks.join("\n\n")}\n</system-reminder>`, files }
       })
     }
   }

@@ -61,6 +61,7 @@ import * as SystemPrompt from "./SystemPrompt.js"
 import * as Tool from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
 import { Truncation } from "./Truncate.js"
+import * as Wildcard from "./Wildcard.js"
 
 // --- inputs and outcomes -----------------------------------------------------------------
 
@@ -412,27 +413,53 @@ function make() {
       })
 
     /**
+     * The parent's denies as they hold in the parent (and rules `keep` names, in place). A deny
+     * on one permission is carried whole (as OpenCode carries edit denies). A wildcard deny that
+     * later rules partly undo (`"*": deny` then `read: allow`) would lock the child out of what
+     * the parent may do, so it is carried as one deny per known permission that no later allow
+     * or ask gives back.
+     */
+    const parentDenies = (
+      rules: PermissionRuleset,
+      permissions: ReadonlyArray<string>,
+      keep: (rule: PermissionRuleset[number]) => boolean = () => false
+    ): PermissionRuleset =>
+      rules.flatMap((rule, index) => {
+        if (keep(rule)) return [rule]
+        if (rule.action !== "deny" || rule.source?.layer === "default") return []
+        if (!/[*?]/.test(rule.permission)) return [rule]
+        const undone = rules.slice(index + 1).filter((later) => later.action !== "deny")
+        if (!undone.some((later) => Wildcard.match(later.permission, rule.permission))) return [rule]
+        return permissions
+          .filter((name) => Wildcard.match(name, rule.permission) && !undone.some((later) => Wildcard.match(name, later.permission)))
+          .map((name) => ({ ...rule, permission: name }))
+      })
+
+    /**
      * The child session's rules: what the parent may not do, the child may not do either (its
      * agent's and its session's denies, and the parent session's external-directory answers);
      * todo and task are off unless the subagent's own config mentions them; no task at all
      * past the nesting limit.
      */
-    const childRules = (parent: Agent, parentSession: PermissionRuleset, subagent: Agent, childDepth: number) => {
-      const own = (permission: string) =>
-        subagent.permission.some((rule) => rule.permission === permission && rule.source?.layer !== "default")
-      const carried = [
-        ...parent.permission.filter((rule) => rule.action === "deny" && rule.source?.layer !== "default"),
-        ...parentSession.filter((rule) => rule.action === "deny" || rule.permission === "external_directory")
-      ]
-      const note = (text: string) => ({ layer: "session" as const, note: text })
-      return [
-        ...carried,
-        ...(own("todowrite") ? [] : [{ permission: "todowrite", pattern: "*", action: "deny" as const, source: note("subagent default") }]),
-        ...(own("task") && childDepth < subagentDepth
-          ? []
-          : [{ permission: "task", pattern: "*", action: "deny" as const, source: note(`subagent depth limit ${subagentDepth}`) }])
-      ] satisfies PermissionRuleset
-    }
+    const childRules = (parent: Agent, parentSession: PermissionRuleset, subagent: Agent, childDepth: number) =>
+      Effect.gen(function*() {
+        const tools = [...(yield* registry.all()), ...(yield* mcp.tools())]
+        const permissions = [...new Set([...tools.map((tool) => Permission.permissionOfTool(tool.id)), "task", "external_directory"])]
+        const own = (permission: string) =>
+          subagent.permission.some((rule) => rule.permission === permission && rule.source?.layer !== "default")
+        const carried = [
+          ...parentDenies(parent.permission, permissions),
+          ...parentDenies(parentSession, permissions, (rule) => rule.permission === "external_directory")
+        ]
+        const note = (text: string) => ({ layer: "session" as const, note: text })
+        return [
+          ...carried,
+          ...(own("todowrite") ? [] : [{ permission: "todowrite", pattern: "*", action: "deny" as const, source: note("subagent default") }]),
+          ...(own("task") && childDepth < subagentDepth
+            ? []
+            : [{ permission: "task", pattern: "*", action: "deny" as const, source: note(`subagent depth limit ${subagentDepth}`) }])
+        ] satisfies PermissionRuleset
+      })
 
     const subagentResult = (childID: SessionID, outcome: RunOutcome) => {
       const texts = (outcome.message?.parts ?? []).flatMap((part) => (part.type === "text" && !part.synthetic ? [part.text] : []))
@@ -472,7 +499,7 @@ function make() {
             parentID: context.sessionID,
             title: `${params.description} (@${subagent.name} subagent)`,
             agent: subagent.name,
-            permission: childRules(context.agent, parentSession.permission ?? [], subagent, childDepth)
+            permission: yield* childRules(context.agent, parentSession.permission ?? [], subagent, childDepth)
           }).pipe(Effect.orDie)
 
         const parentMessage = yield* store.getMessage(context.sessionID, context.messageID).pipe(Effect.orDie)
@@ -618,6 +645,20 @@ function make() {
             if (isFinished(message) || (message.info.role === "assistant" && message.info.finish === "tool-calls")) return message
           }
           return undefined
+        }
+
+        /** Tokens (4 characters each) the history gained after `step` was sent: its tool results and newer messages' text. */
+        const addedSince = (step: LiveMessage) => {
+          let chars = 0
+          for (let index = history.indexOf(step); index >= 0 && index < history.length; index++) {
+            const message = history[index]!
+            for (const part of message.parts) {
+              if (part.type === "tool" && part.state.status === "completed" && !part.state.time.compacted) chars += part.state.output.length
+              else if (part.type === "tool" && part.state.status === "error") chars += part.state.error.length
+              else if (message !== step && part.type === "text") chars += part.text.length
+            }
+          }
+          return Math.ceil(chars / 4)
         }
 
         /** A new, empty assistant message answering `user`: stored, and appended to the history. */
@@ -780,7 +821,7 @@ function make() {
             // The last step filled the window: summarize before asking again. Only steps after
             // the latest summary count, and never twice without a real step in between.
             const lastStep = lastFinishedAfterSummary()
-            if (compaction.auto && lastStep && compaction.isOverflow(lastStep.info as AssistantMessage, model.info)) {
+            if (compaction.auto && lastStep && compaction.isOverflow(lastStep.info as AssistantMessage, model.info, addedSince(lastStep))) {
               if (compactedWithoutStep) return yield* stopRun("error", errorOf("ContextOverflowError", COMPACTION_NOT_ENOUGH))
               yield* compactHistory({ model, user: user.info, auto: true, overflow: false })
               continue
@@ -1459,9 +1500,20 @@ function make() {
     })
 
     const summarize = Effect.fn("SessionLoop.summarize")(function*(sessionID: SessionID) {
+      yield* store.get(sessionID)
       const messages = yield* store.history(sessionID)
       const lastUser = [...messages].reverse().find((message) => message.info.role === "user")?.info as UserMessage | undefined
-      const modelRef = lastUser?.model ?? (yield* providers.defaultModel())
+      // Nothing asked yet: nothing to summarize, and no model call.
+      if (!lastUser) return ""
+      // The files the session (children included) changed, so the account of the changes is exact.
+      const changed = yield* sessionChanges.diff(sessionID).pipe(Effect.orElseSucceed(() => []))
+      const request = [
+        Prompts.read("session/summary-request.txt"),
+        ...(changed.length > 0
+          ? ["", Prompts.read("session/summary-files.txt"), ...changed.map((diff) => `- ${diff.file} (${diff.status ?? "modified"}, +${diff.additions} -${diff.deletions})`)]
+          : [])
+      ].join("\n")
+      const modelRef = lastUser.model
       const model = yield* providers.resolve(modelRef)
       const summary = yield* agents.get("summary").pipe(Effect.orDie)
       const cache = new ModelMessageCache()
@@ -1471,7 +1523,7 @@ function make() {
         system: [summary.prompt ?? ""],
         messages: [
           ...messages.flatMap((message) => cache.convert({ info: message.info, parts: [...message.parts] }, { wrapUserText: false })),
-          { role: "user", content: Prompts.read("session/summary-request.txt") }
+          { role: "user", content: request }
         ],
         tools: []
       }).pipe(Stream.runForEach((event) => Effect.sync(() => void (event.type === "text-delta" && (text += event.text)))))

@@ -29,7 +29,10 @@ const loaderFor = (options: TestInstance.TestInstanceOptions, setup?: (box: Test
     const loader: typeof built = {
       system: () => built.system().pipe(Effect.provide(logging)),
       files: () => built.files().pipe(Effect.provide(logging)),
-      forRead: (input) => built.forRead(input).pipe(Effect.provide(logging))
+      sources: () => built.sources().pipe(Effect.provide(logging)),
+      forRead: (input) => built.forRead(input).pipe(Effect.provide(logging)),
+      release: (input) => built.release(input),
+      attached: (scope) => built.attached(scope)
     }
     return { loader, box, logs }
   })
@@ -219,6 +222,10 @@ describe("InstructionLoader instructions config", () => {
       ])
       expect(system.at(-1)).toBe(`Instructions from: ${server.url("/team.md")}\nTeam rules from the web.`)
       expect(yield* loader.files()).toEqual(sources(system).slice(0, -1))
+      expect(yield* loader.sources()).toEqual([
+        ...sources(system).slice(0, -1).map((source) => ({ source, kind: "file" })),
+        { source: server.url("/team.md"), kind: "url" }
+      ])
       expect(logs.filter((line) => line.includes(dead))).toHaveLength(1)
       expect(logs.find((line) => line.includes(missing))).toMatch(/HTTP 404/)
       // Failed URLs are not retried every step.
@@ -260,11 +267,11 @@ describe("InstructionLoader instructions config", () => {
 })
 
 describe("InstructionLoader.forRead", () => {
-  it.scopedLive("attaches the package's instruction files once per scope (session)", () =>
+  it.scopedLive("attaches the package's instruction files once per scope (session), again once released", () =>
     Effect.gen(function*() {
       const { box, loader } = yield* loaderFor({ files: monorepo })
-      const first = yield* loader.forRead({ scope: "msg_1", filePath: box.path("project/packages/app/src/index.ts") })
-      expect(first).toBe(
+      const first = yield* loader.forRead({ scope: "ses_1", filePath: box.path("project/packages/app/src/index.ts") })
+      expect(first?.reminder).toBe(
         [
           "<system-reminder>",
           `Instructions from: ${box.path("project/packages/app/AGENTS.md")}`,
@@ -275,15 +282,22 @@ describe("InstructionLoader.forRead", () => {
           "</system-reminder>"
         ].join("\n")
       )
-      // Same message: already attached.
-      expect(yield* loader.forRead({ scope: "msg_1", filePath: box.path("project/packages/app/src/util.ts") }))
+      expect(first?.files).toEqual([box.path("project/packages/app/AGENTS.md"), box.path("project/packages/AGENTS.md")])
+      // Same session: already attached.
+      expect(yield* loader.forRead({ scope: "ses_1", filePath: box.path("project/packages/app/src/util.ts") }))
         .toBeUndefined()
-      // A sibling package in the same message: only what it adds (nothing — packages/AGENTS.md is claimed).
-      expect(yield* loader.forRead({ scope: "msg_1", filePath: box.path("project/packages/lib/src/index.ts") }))
+      // A sibling package: only what it adds (nothing — packages/AGENTS.md is claimed).
+      expect(yield* loader.forRead({ scope: "ses_1", filePath: box.path("project/packages/lib/src/index.ts") }))
         .toBeUndefined()
-      // The next message gets them again.
-      const again = yield* loader.forRead({ scope: "msg_2", filePath: "packages/app/src/util.ts" })
-      expect(again).toContain(`Instructions from: ${box.path("project/packages/app/AGENTS.md")}`)
+      expect(yield* loader.attached("ses_1")).toEqual(first?.files)
+      // Another session gets them too.
+      const other = yield* loader.forRead({ scope: "ses_2", filePath: "packages/app/src/util.ts" })
+      expect(other?.reminder).toContain(`Instructions from: ${box.path("project/packages/app/AGENTS.md")}`)
+      // Once the read result that carried a file leaves the model's view, the next read brings it again.
+      yield* loader.release({ scope: "ses_1", files: [box.path("project/packages/app/AGENTS.md")] })
+      expect(yield* loader.attached("ses_1")).toEqual([box.path("project/packages/AGENTS.md")])
+      const again = yield* loader.forRead({ scope: "ses_1", filePath: box.path("project/packages/app/src/util.ts") })
+      expect(again?.files).toEqual([box.path("project/packages/app/AGENTS.md")])
     }))
 
   it.scopedLive("never attaches files already in the system prompt, the read file itself, or anything for files outside the project", () =>
@@ -293,8 +307,8 @@ describe("InstructionLoader.forRead", () => {
       expect(yield* loader.forRead({ scope: "m", filePath: box.path("project/README.md") })).toBeUndefined()
       // Reading an AGENTS.md does not attach that same file, only its parent directories' files.
       const self = yield* loader.forRead({ scope: "m2", filePath: box.path("project/packages/app/AGENTS.md") })
-      expect(self).not.toContain(box.path("project/packages/app/AGENTS.md"))
-      expect(self).toContain(box.path("project/packages/AGENTS.md"))
+      expect(self?.reminder).not.toContain(box.path("project/packages/app/AGENTS.md"))
+      expect(self?.reminder).toContain(box.path("project/packages/AGENTS.md"))
       expect(yield* loader.forRead({ scope: "m3", filePath: box.path("outside/x.ts") })).toBeUndefined()
     }))
 
@@ -302,7 +316,7 @@ describe("InstructionLoader.forRead", () => {
     Effect.gen(function*() {
       const { box, loader } = yield* loaderFor({ files: monorepo })
       const text = yield* loader.forRead({ scope: "m", filePath: box.path("project/packages/tools/main.ts") })
-      expect(text).toContain(`Instructions from: ${box.path("project/packages/tools/CLAUDE.md")}\nTools package rules from CLAUDE.md.`)
+      expect(text?.reminder).toContain(`Instructions from: ${box.path("project/packages/tools/CLAUDE.md")}\nTools package rules from CLAUDE.md.`)
     }))
 
   it.scopedLive("concurrent reads in one message attach a file only once", () =>

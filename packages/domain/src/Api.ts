@@ -59,6 +59,20 @@ export class BusyError extends Schema.TaggedError<BusyError>()(
   }
 }
 
+/** The model provider failed the request (network, rate limit, server error). */
+export class ProviderFailedError extends Schema.TaggedError<ProviderFailedError>()(
+  "ProviderFailedError",
+  { name: Schema.Literal("ProviderFailedError"), data: Schema.Struct({ message: Schema.String }) },
+  HttpApiSchema.annotations({ status: 502 })
+) {
+  static of(message: string) {
+    return new ProviderFailedError({ name: "ProviderFailedError", data: { message } })
+  }
+  override get message() {
+    return this.data.message
+  }
+}
+
 // --- request bodies ------------------------------------------------------------------------------
 
 const Directory = { directory: Schema.optional(Schema.String) }
@@ -144,6 +158,24 @@ export const PathInfo = Schema.Struct({
   worktree: Schema.String,
   directory: Schema.String
 })
+
+/** Where the system prompt's instructions come from, and what reads attached in a session. */
+export const InstructionList = Schema.Struct({
+  /** In the order the model sees them: files (global, project, `instructions` entries), then URLs. */
+  system: Schema.Array(Schema.Struct({ source: Schema.String, kind: Schema.Literal("file", "url") })),
+  /** With `?sessionID=`: package instruction files attached to that session's reads and still in its view. */
+  attached: Schema.Array(Schema.String)
+})
+
+export const SkillInfo = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  /** The SKILL.md file. */
+  location: Schema.String
+})
+
+/** The summary agent's account of a session. */
+export const SessionSummaryText = Schema.Struct({ text: Schema.String })
 
 const IntFromString = Schema.NumberFromString.pipe(Schema.int(), Schema.positive())
 
@@ -277,6 +309,15 @@ export class SessionApi extends HttpApiGroup.make("session")
       .addError(BadRequestError)
   )
   .add(
+    HttpApiEndpoint.post("summary", "/session/:id/summary")
+      .setPath(IdPath)
+      .setUrlParams(Schema.Struct(Directory))
+      .addSuccess(SessionSummaryText)
+      .addError(NotFoundError)
+      .addError(BadRequestError)
+      .addError(ProviderFailedError)
+  )
+  .add(
     HttpApiEndpoint.post("command", "/session/:id/command")
       .setPath(IdPath)
       .setUrlParams(Schema.Struct(Directory))
@@ -364,6 +405,12 @@ export class InstanceApi extends HttpApiGroup.make("instance")
   .add(HttpApiEndpoint.get("path", "/path").setUrlParams(Schema.Struct(Directory)).addSuccess(PathInfo))
   .add(HttpApiEndpoint.get("health", "/global/health").addSuccess(Health))
   .add(HttpApiEndpoint.get("commands", "/command").setUrlParams(Schema.Struct(Directory)).addSuccess(Schema.Array(CommandInfo)))
+  .add(
+    HttpApiEndpoint.get("instructions", "/instruction")
+      .setUrlParams(Schema.Struct({ ...Directory, sessionID: Schema.optional(SessionID) }))
+      .addSuccess(InstructionList)
+  )
+  .add(HttpApiEndpoint.get("skills", "/skill").setUrlParams(Schema.Struct(Directory)).addSuccess(Schema.Array(SkillInfo)))
 {}
 
 /** The event stream: `text/event-stream` of `{id, type, properties}` objects. */

@@ -8,12 +8,14 @@ import {
   Identifier,
   SessionChanges,
   Instance,
+  InstructionLoader,
   Mcp,
   PermissionService,
   type PromptPartInput,
   QuestionService,
   SessionLoop,
   SessionStore,
+  SkillRegistry,
   type RunOutcome,
   VERSION
 } from "@agent/core"
@@ -26,6 +28,7 @@ import {
   NotFoundError,
   type PartInput,
   type PromptBody,
+  ProviderFailedError,
   type Session,
   type SessionID
 } from "@agent/domain"
@@ -275,6 +278,16 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
           }),
           Effect.as(true)
         ))
+      .handle("summary", ({ path }) =>
+        loop.summarize(path.id).pipe(
+          Effect.map((text) => ({ text })),
+          Effect.catchTags({
+            SessionNotFound: (error) => Effect.fail(notFound(error)),
+            AgentNotFound: (error) => Effect.fail(badRequest(error)),
+            ModelNotConfigured: (error) => Effect.fail(badRequest(error)),
+            ProviderError: (error) => Effect.fail(ProviderFailedError.of(`the summary model failed: ${error.message}`))
+          })
+        ))
       .handle("command", ({ path, payload }) =>
         Effect.gen(function*() {
           yield* session(path.id)
@@ -344,8 +357,17 @@ export const InstanceHandlers = HttpApiBuilder.group(AgentApi, "instance", (hand
     const mcp = yield* Mcp
     const commands = yield* CommandRegistry
     const instance = yield* Instance
+    const instructions = yield* InstructionLoader
+    const skills = yield* SkillRegistry
     return handlers
       .handle("commands", () => commands.list())
+      .handle("instructions", ({ urlParams }) =>
+        Effect.all({
+          system: instructions.sources(),
+          attached: urlParams.sessionID ? instructions.attached(urlParams.sessionID) : Effect.succeed([])
+        }))
+      .handle("skills", () =>
+        Effect.map(skills.list(), (list) => list.map((skill) => ({ name: skill.name, description: skill.description, location: skill.location }))))
       .handle("agents", () => agents.list())
       .handle("config", () => config.get())
       .handle("mcp", () => mcp.status())

@@ -329,13 +329,14 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           : `(End of file - total ${slice.total} lines)`
         const numbered = slice.lines.map((line, index) => `${start + index}: ${line}`)
         const body = numbered.length > 0 ? `${numbered.join("\n")}\n\n` : ""
-        // Reading into a package with its own AGENTS.md brings those instructions along, once per session.
-        const reminder = yield* instructions.forRead({ scope: context.sessionID, filePath: file })
-        const output = `<path>${file}</path>\n<type>file</type>\n<content>\n${body}${note}\n</content>${reminder ? `\n\n${reminder}` : ""}`
+        // Reading into a package with its own AGENTS.md brings those instructions along, once while the model sees them.
+        const attached = yield* instructions.forRead({ scope: context.sessionID, filePath: file })
+        const output = `<path>${file}</path>\n<type>file</type>\n<content>\n${body}${note}\n</content>${attached ? `\n\n${attached.reminder}` : ""}`
         return {
           title,
           output,
-          metadata: { preview: slice.lines.slice(0, 20).join("\n"), truncated: slice.more },
+          // `loaded`: the instruction files this result carries (released when it is compacted or pruned).
+          metadata: { preview: slice.lines.slice(0, 20).join("\n"), truncated: slice.more, ...(attached ? { loaded: attached.files } : {}) },
           truncated: true
         }
       })

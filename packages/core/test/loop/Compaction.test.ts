@@ -1,12 +1,13 @@
-import type { BusEventOf, SessionID } from "@agent/domain"
+import type { BusEventOf, MessageID, SessionID } from "@agent/domain"
 import { ScriptedModel, TestData, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import { Bus } from "../../src/Bus.js"
 import { Compaction } from "../../src/Compaction.js"
 import type { LiveMessage } from "../../src/MessageConversion.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
+import * as Tool from "../../src/Tool.js"
 import { echo } from "./tools.js"
 
 const { finish, text, toolCall } = ScriptedModel
@@ -54,6 +55,8 @@ describe("compaction", () => {
         expect(afterFirst).toContain("gamma request")
         expect(afterFirst).not.toContain("alpha request")
         expect(afterFirst.indexOf("SUMMARY ONE")).toBeLessThan(afterFirst.indexOf("gamma request"))
+        // an automatic compaction goes on with a synthetic nudge as the newest user message
+        expect(ScriptedModel.lastUserText(model.calls[4]!)).toMatch(/^Continue with the task from where the summary leaves off/)
         // after the second: the new summary, not the old one nor beta
         const afterSecond = promptText(model.calls[7]!)
         expect(afterSecond).toContain("SUMMARY TWO")
@@ -72,6 +75,71 @@ describe("compaction", () => {
         const view = yield* store.history(session.id)
         expect(JSON.stringify(view)).toContain("SUMMARY TWO")
         expect(JSON.stringify(view)).not.toContain("alpha request")
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
+  it.scopedLive("compaction.tail_turns sets how many of the latest user turns stay verbatim", () => {
+    const model = ScriptedModel.make([
+      "ok alpha",
+      "ok beta",
+      [toolCall("echo", { text: "gamma work" }), finish("tool-calls", usage(7_500))],
+      [text("SUMMARY: alpha and beta done"), finish("stop", usage(3_000))],
+      "gamma finished"
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({
+        model,
+        tools: [echo],
+        modelInfo: { limit: { context: 8_000, output: 1_000 } },
+        files: { "project/agent.json": { compaction: { tail_turns: 1 } } }
+      })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Tail" })
+        for (const word of ["alpha", "beta", "gamma"]) {
+          expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: `${word} request` }] })).reason).toBe("completed")
+        }
+        expect(model.remaining).toBe(0)
+        const after = promptText(model.calls[4]!)
+        expect(after).toContain("SUMMARY: alpha and beta done")
+        expect(after).toContain("gamma request")
+        expect(after).toContain("gamma work")
+        expect(after).not.toContain("beta request")
+        const [compaction] = (yield* store.messages(session.id)).flatMap((message) => message.parts.filter((part) => part.type === "compaction"))
+        const gamma = (yield* store.messages(session.id)).find((message) => JSON.stringify(message.parts).includes("gamma request"))!
+        expect(compaction).toMatchObject({ auto: true, tail_start_id: gamma.info.id })
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
+  it.scopedLive("a tail too large for the headroom budget is shrunk: a huge turn is summarized, not kept verbatim", () => {
+    // usable 7 000 tokens; the verbatim tail may take at most 2 000
+    const model = ScriptedModel.make([
+      [text("alpha done"), finish("stop", usage(500))],
+      [toolCall("echo", { text: `BIG ${"b".repeat(12_000)}` }), finish("tool-calls", usage(3_000))],
+      [text("beta done"), finish("stop", usage(4_100))],
+      [toolCall("echo", { text: "gamma work" }), finish("tool-calls", usage(7_500))],
+      [text("SUMMARY: beta printed a lot"), finish("stop", usage(3_000))],
+      "gamma finished"
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [echo], modelInfo: { limit: { context: 8_000, output: 1_000 } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Shrink" })
+        for (const word of ["alpha", "beta", "gamma"]) {
+          expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: `${word} request` }] })).reason).toBe("completed")
+        }
+        expect(model.remaining).toBe(0)
+        const after = promptText(model.calls[5]!)
+        expect(after).toContain("SUMMARY: beta printed a lot")
+        expect(after).toContain("gamma request")
+        expect(after).not.toContain("beta request")
+        expect(after).not.toContain("BIG bbbb")
+        expect(Math.ceil(after.length / 4)).toBeLessThan(3_500)
       }).pipe(Effect.provide(runtime.layer))
     })
   })
@@ -118,6 +186,48 @@ describe("compaction", () => {
       }).pipe(Effect.provide(runtime.layer))
     })
   })
+})
+
+describe("overflow check", () => {
+  const modelWith = (limit: { context: number; input?: number; output: number }) => ({ providerID: "p", modelID: "m", name: "m", limit })
+  const compactionWith = (config: object) =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), files: { "project/agent.json": config } })
+      return yield* Effect.provide(Compaction, runtime.layer)
+    })
+  const step = (input: number, cacheRead = 0) =>
+    TestData.assistantMessage("ses_x" as SessionID, "msg_x" as MessageID, {
+      finish: "stop",
+      tokens: { input, output: 1_000, reasoning: 0, cache: { read: cacheRead, write: 0 } }
+    })
+
+  it.scoped("usable = context minus the output reserve (output limit capped at 32 000), or input limit minus compaction.reserved", () =>
+    Effect.gen(function*() {
+      const defaults = yield* compactionWith({})
+      expect(defaults.usable(modelWith({ context: 200_000, output: 8_192 }))).toBe(200_000 - 8_192)
+      expect(defaults.usable(modelWith({ context: 400_000, output: 128_000 }))).toBe(400_000 - 32_000)
+      expect(defaults.usable(modelWith({ context: 100_000, output: 0 }))).toBe(100_000 - 32_000)
+      // With an input limit: input minus the reserve, min(20 000, output cap) by default.
+      expect(defaults.usable(modelWith({ context: 400_000, input: 272_000, output: 128_000 }))).toBe(272_000 - 20_000)
+      expect(defaults.usable(modelWith({ context: 400_000, input: 272_000, output: 8_000 }))).toBe(272_000 - 8_000)
+      const reserved = yield* compactionWith({ compaction: { reserved: 50_000 } })
+      expect(reserved.usable(modelWith({ context: 400_000, input: 272_000, output: 128_000 }))).toBe(222_000)
+      // A step counts input, output and cache tokens against the window.
+      const small = modelWith({ context: 10_000, output: 2_000 })
+      // usable 8 000; each step also has 1 000 output tokens
+      expect(defaults.isOverflow(step(7_000), small)).toBe(true)
+      expect(defaults.isOverflow(step(6_999), small)).toBe(false)
+      expect(defaults.isOverflow(step(5_000, 1_000), small)).toBe(false)
+      expect(defaults.isOverflow(step(5_000, 2_000), small)).toBe(true)
+      // plus what the history gained since that step (its tool results)
+      expect(defaults.isOverflow(step(5_000), small, 1_999)).toBe(false)
+      expect(defaults.isOverflow(step(5_000), small, 2_000)).toBe(true)
+      // Unknown window (0): never; compaction.auto false: never.
+      expect(defaults.isOverflow(step(1_000_000), modelWith({ context: 0, output: 0 }))).toBe(false)
+      const off = yield* compactionWith({ compaction: { auto: false } })
+      expect(off.auto).toBe(false)
+      expect(off.isOverflow(step(1_000_000), small)).toBe(false)
+    }))
 })
 
 describe("prune", () => {
@@ -180,21 +290,104 @@ describe("prune", () => {
 })
 
 
+describe("prune in a run", () => {
+  /**
+   * Turn 1 reads a package file, then six echo calls print ~12 500 tokens each (75 000 in all);
+   * turns 2 and 3 are small. After turn 3 the oldest outputs fall outside the newest 40 000 tokens.
+   */
+  const script = () =>
+    ScriptedModel.make([
+      [toolCall("read", { filePath: "packages/web/src/app.ts" })],
+      Array.from({ length: 6 }, (_, index) => toolCall("echo", { text: `chunk-${index + 1} ${"z".repeat(50_000)}` })),
+      "noted",
+      "two",
+      "three",
+      [toolCall("read", { filePath: "packages/web/src/app.ts" })],
+      "four"
+    ])
+  const files = {
+    "project/packages/web/AGENTS.md": "Web rule: components are PascalCase.",
+    "project/packages/web/src/app.ts": "export const app = 1\n"
+  }
+  const session = (model: ScriptedModel, config: object) =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [echo], files: { ...files, "project/agent.json": config } })
+      return yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Noisy" })
+        for (const word of ["make noise", "second", "third", "fourth"]) {
+          expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: word }] })).reason).toBe("completed")
+        }
+        expect(model.remaining).toBe(0)
+        const parts = (yield* store.messages(session.id)).flatMap((message) => message.parts)
+        // The tool results the model got back in its sixth call (the calls themselves still carry the inputs).
+        const results = model.calls[5]!.prompt
+          .flatMap((entry) => (entry.role === "tool" ? entry.content : []))
+          .map((part) => (part.type === "tool-result" ? JSON.stringify(part.output) : ""))
+        return { request: results.join("\n"), parts }
+      }).pipe(Effect.provide(runtime.layer))
+    })
+
+  it.scopedLive("by default old outputs are cleared after a run: the model sees the marker, the store keeps the text", () =>
+    Effect.gen(function*() {
+      const { parts, request } = yield* session(script(), {})
+      expect(request).toContain("[Old tool result content cleared]")
+      for (const chunk of ["chunk-1 ", "chunk-2 ", "chunk-3 "]) expect(request).not.toContain(chunk)
+      for (const chunk of ["chunk-4 ", "chunk-5 ", "chunk-6 "]) expect(request).toContain(chunk)
+      const cleared = parts.filter((part) => part.type === "tool" && part.state.status === "completed" && part.state.time.compacted)
+      expect(cleared.map((part) => (part.type === "tool" ? part.tool : ""))).toEqual(["read", "echo", "echo", "echo"])
+      // The stored text is intact.
+      expect(JSON.stringify(parts)).toContain("chunk-1 ")
+      // The pruned read carried the package's AGENTS.md: the next read in the package brings it again.
+      const reads = parts.flatMap((part) => (part.type === "tool" && part.tool === "read" && part.state.status === "completed" ? [part.state.output] : []))
+      expect(reads).toHaveLength(2)
+      expect(reads[1]).toContain("Web rule: components are PascalCase.")
+    }))
+
+  it.scopedLive("compaction.prune false keeps every output in the model's view", () =>
+    Effect.gen(function*() {
+      const { request } = yield* session(script(), { compaction: { prune: false } })
+      expect(request).not.toContain("[Old tool result content cleared]")
+      for (const chunk of ["chunk-1 ", "chunk-6 "]) expect(request).toContain(chunk)
+    }))
+})
+
+/** Like a read of a large file: a short call, a long result (`chars` characters). */
+const chunkTool = (chars: number) =>
+  Tool.make({
+    id: "chunk",
+    description: "Reads one chunk of the data.",
+    parameters: Schema.Struct({ n: Schema.Number }),
+    execute: (params) => Effect.succeed({ title: `chunk ${params.n}`, output: `chunk-${params.n}-start ${"y".repeat(chars)}` })
+  })
+
 describe("compaction converges", () => {
-  it.scopedLive("40 steps of large tool output in a small window need only a handful of compactions", () => {
+  it.scopedLive("40 steps of large tool output in a small window need only a handful of compactions, and no request overflows", () => {
     // The scripted model reports what the prompt really costs (4 characters a token).
     let steps = 0
+    let summarizing = false
+    /** The size of every request, and of each request that came right after a summary. */
+    const requests: Array<number> = []
+    const afterSummary: Array<number> = []
     const turn = (options: { prompt: ReadonlyArray<unknown> }) => {
       const input = Math.ceil(JSON.stringify(options.prompt).length / 4)
       const system = JSON.stringify(options.prompt[0] ?? "")
-      if (system.includes("working memory")) return [text("## Goal\nRead every chunk.\n## Progress\nSeveral chunks read."), finish("stop", { input, output: 200 })]
+      if (system.includes("working memory")) {
+        summarizing = true
+        return [text("## Goal\nRead every chunk.\n## Progress\nSeveral chunks read."), finish("stop", { input, output: 200 })]
+      }
+      if (summarizing) afterSummary.push(input)
+      summarizing = false
+      requests.push(input)
       steps++
       if (steps >= 40) return [text("All chunks read."), finish("stop", { input, output: 20 })]
-      return [toolCall("echo", { text: `chunk ${steps} ${"y".repeat(8_000)}` }), finish("tool-calls", { input, output: 20 })]
+      return [toolCall("chunk", { n: steps }), finish("tool-calls", { input, output: 20 })]
     }
     const model = ScriptedModel.make(Array.from({ length: 80 }, () => turn))
     return Effect.gen(function*() {
-      const runtime = yield* TestRuntime.make({ model, tools: [echo], modelInfo: { limit: { context: 24_000, output: 4_000 } } })
+      // ~2 000 tokens of new output per step into a 20 000-token usable window
+      const runtime = yield* TestRuntime.make({ model, tools: [chunkTool(8_000)], modelInfo: { limit: { context: 24_000, output: 4_000 } } })
       yield* Effect.gen(function*() {
         const store = yield* SessionStore
         const bus = yield* Bus
@@ -205,13 +398,42 @@ describe("compaction converges", () => {
         const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "read all chunks" }] })
         expect(outcome.reason).toBe("completed")
         expect(steps).toBe(40)
-        // ~2 000 tokens of new output per step into a 20 000-token usable window
+        // one summary every ~9 steps (OpenCode: 24 in such a run)
         expect(compactions).toBeGreaterThanOrEqual(2)
-        expect(compactions).toBeLessThanOrEqual(12)
-        console.log(`compactions in a 40-step run: ${compactions}`)
+        expect(compactions).toBeLessThanOrEqual(5)
+        // no request over the usable window, and real headroom after each summary: at most half of it
+        expect(Math.max(...requests)).toBeLessThan(20_000)
+        expect(afterSummary).toHaveLength(compactions)
+        for (const size of afterSummary) expect(size).toBeLessThanOrEqual(10_000)
+        // the store still holds every output
+        const transcript = JSON.stringify(yield* store.messages(session.id))
+        for (let n = 1; n < 40; n++) expect(transcript).toContain(`chunk-${n}-start`)
+        console.log(`compactions in a 40-step run: ${compactions}; largest request ${Math.max(...requests)} of 20000 usable tokens`)
       }).pipe(Effect.provide(runtime.layer))
     })
   }, 60_000)
+
+  it.scopedLive("a tool result that would overflow the next request is summarized before that request is sent", () => {
+    // usable 7 000; the step used 3 550 and its result adds ~4 000
+    const model = ScriptedModel.make([
+      [toolCall("chunk", { n: 1 }), finish("tool-calls", usage(3_500))],
+      [text("SUMMARY: chunk 1 was read"), finish("stop", usage(1_000))],
+      "done"
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [chunkTool(16_000)], modelInfo: { limit: { context: 8_000, output: 1_000 } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const session = yield* store.create({ title: "Big result" })
+        expect((yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "read chunk 1" }] })).reason).toBe("completed")
+        expect(model.remaining).toBe(0)
+        expect(JSON.stringify(model.calls[1]!.prompt[0])).toContain("working memory")
+        const next = promptText(model.calls[2]!)
+        expect(next).toContain("SUMMARY: chunk 1 was read")
+        expect(next).not.toContain("chunk-1-start")
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
 })
 
 describe("manual compaction and summaries", () => {
