@@ -10,7 +10,11 @@
  *    step): the per-step overhead is measured at the model boundary, as in compare.ts, from
  *    the end of one model answer to the arrival of the session's next model call (the tool
  *    call, the store, the event stream, the server's handling, and any wait for the other
- *    sessions' work).
+ *    sessions' work). All 50 sessions start together and every call takes the same time, so
+ *    their steps stay in lockstep: 50 steps arrive in the same millisecond, every time.
+ * 3. As 2, with each model call taking between half and one and a half BENCH_MODEL_MS (uniform,
+ *    from a fixed seed), as model calls do: the sessions drift apart after their first answers
+ *    and a step waits only for the work that happens to arrive with it.
  *
  * Run after `pnpm build`: `pnpm bench:server`. Targets (issue 9): p99 ≤ 50 ms per step, peak
  * RSS of the server ≤ 400 MiB.
@@ -63,11 +67,11 @@ interface ModelCall {
 }
 
 /**
- * In front of the model server: holds each call for `delayMs` (the model "thinking"), then
+ * In front of the model server: holds each call for `delayOf()` ms (the model "thinking"), then
  * forwards it, recording per tool-calling request which session sent it (from the marker in its
  * prompt), when it arrived and when its answer had been sent.
  */
-const modelProxy = (target: string, delayMs: number) =>
+const modelProxy = (target: string, delayOf: () => number) =>
   Effect.acquireRelease(
     Effect.async<{ readonly url: string; readonly calls: Array<ModelCall>; readonly server: http.Server }>((resume) => {
       const calls: Array<ModelCall> = []
@@ -94,7 +98,7 @@ const modelProxy = (target: string, delayMs: number) =>
             )
             forward.on("error", () => response.destroy())
             forward.end(Buffer.concat(body))
-          }, call ? delayMs : 0)
+          }, call ? delayOf() : 0)
         })
       })
       server.listen(0, "127.0.0.1", () =>
@@ -103,13 +107,13 @@ const modelProxy = (target: string, delayMs: number) =>
     ({ server }) => Effect.sync(() => server.close())
   )
 
-/** One run: a fresh server, SESSIONS sessions prompted at once, model calls held for `delayMs`. */
-const phase = (delayMs: number) =>
+/** One run: a fresh server, SESSIONS sessions prompted at once, each model call held for `delayOf()` ms. */
+const phase = (delayOf: () => number) =>
   Effect.scoped(Effect.gen(function*() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-server-"))
     yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
     const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn))
-    const proxy = yield* modelProxy(model.url, delayMs)
+    const proxy = yield* modelProxy(model.url, delayOf)
     const project = path.join(dir, "project")
     fs.mkdirSync(project, { recursive: true })
     fs.writeFileSync(path.join(project, "notes.txt"), "hello\n".repeat(20))
@@ -231,7 +235,7 @@ const program = Effect.gen(function*() {
   const steps = SESSIONS * STEPS
   const line = (values: Array<number>) => `p50 ${percentile(values, 50).toFixed(1)} ms, p99 ${percentile(values, 99).toFixed(1)} ms`
 
-  const busy = yield* phase(0)
+  const busy = yield* phase(() => 0)
   console.log(`${SESSIONS} sessions × ${STEPS} steps through HTTP + SSE, the model answering at once`)
   console.log(`  (${busy.events} events, ${(busy.bytes / 1024 / 1024).toFixed(1)} MB streamed)`)
   console.log(`  wall time:   ${busy.wall.toFixed(0)} ms, throughput ${(steps / (busy.wall / 1000)).toFixed(0)} steps/s`)
@@ -241,11 +245,25 @@ const program = Effect.gen(function*() {
 
   const delayMs = Number(process.env.BENCH_MODEL_MS ?? 2000)
   if (delayMs <= 0) return
-  const paced = yield* phase(delayMs)
-  console.log(`${SESSIONS} sessions × ${STEPS} steps, every model call taking ${delayMs} ms`)
+  const paced = yield* phase(() => delayMs)
+  console.log(`${SESSIONS} sessions × ${STEPS} steps, every model call taking ${delayMs} ms (the sessions in lockstep)`)
   console.log(`  wall time:   ${paced.wall.toFixed(0)} ms; server CPU per step ${(paced.serverCpu / steps).toFixed(1)} ms`)
   console.log(`  per-step overhead (model answer → next model call): ${line(paced.overhead)}   [target p99 ≤ 50 ms]`)
   console.log(`  peak RSS of the server: ${(paced.peakRss / 1024 / 1024).toFixed(0)} MiB`)
+
+  // mulberry32: the same sequence of model latencies in every run.
+  let seed = 0x5eed
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  const varied = yield* phase(() => delayMs * (0.5 + random()))
+  console.log(`${SESSIONS} sessions × ${STEPS} steps, each model call taking ${delayMs / 2}–${(delayMs * 3) / 2} ms (uniform, fixed seed)`)
+  console.log(`  wall time:   ${varied.wall.toFixed(0)} ms; server CPU per step ${(varied.serverCpu / steps).toFixed(1)} ms`)
+  console.log(`  per-step overhead (model answer → next model call): ${line(varied.overhead)}   [target p99 ≤ 50 ms]`)
+  console.log(`  peak RSS of the server: ${(varied.peakRss / 1024 / 1024).toFixed(0)} MiB`)
 })
 
 Effect.runPromise(program).then(
