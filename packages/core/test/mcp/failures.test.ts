@@ -32,21 +32,26 @@ describe("servers that fail", () => {
             fixture: { type: "local", command: fixtureCommand() }
           }
         },
-        { AGENT_MCP_GRACE_MS: "2000" }
+        { AGENT_MCP_GRACE_MS: "4000" }
       )
       const { mcp } = harness
-      expect(harness.buildMs).toBeLessThan(1_000)
+      // Building the layer waits for no server (the silent one would hold it up for the whole grace period).
+      expect(harness.buildMs).toBeLessThan(3_900)
       const started = Date.now()
       yield* mcp.ready()
       const waited = Date.now() - started
-      // The silent server never settles, so ready waits exactly the grace period from the env.
-      expect(waited).toBeGreaterThanOrEqual(1_950)
-      expect(waited).toBeLessThanOrEqual(2_500)
+      // The silent server never settles, so ready waits the grace period from the env, then returns
+      // with that server still connecting.
+      expect(waited).toBeGreaterThanOrEqual(3_950)
+      expect((yield* mcp.status()).silent).toEqual({ status: "connecting" })
 
+      // The others are not held up (on a loaded machine a server may need longer than the grace to start).
+      yield* eventually(
+        "the working servers connected",
+        Effect.map(mcp.status(), (status) => status.everything?.status === "connected" && status.fixture?.status === "connected"),
+        "30 seconds"
+      )
       const status = yield* mcp.status()
-      expect(status.everything).toEqual({ status: "connected" })
-      expect(status.fixture).toEqual({ status: "connected" })
-      expect(status.silent).toEqual({ status: "connecting" })
       // Broken servers are retried in the background, so they may be between attempts.
       expect(["failed", "connecting"]).toContain(status.missing!.status)
       expect(status.missing!.error).toBe("command not found: agent-no-such-mcp-server")
@@ -75,8 +80,9 @@ describe("servers that fail", () => {
       const started = Date.now()
       yield* mcp.ready("10 seconds")
       const waited = Date.now() - started
+      // Settled by the 800 ms connect timeout, long before the 10 s grace.
       expect(waited).toBeGreaterThanOrEqual(750)
-      expect(waited).toBeLessThan(2_000)
+      expect(waited).toBeLessThan(9_000)
       expect((yield* mcp.status()).silent).toEqual({
         status: "failed",
         error: "the server did not answer initialize within 800 ms"
@@ -203,7 +209,8 @@ describe("servers that fail", () => {
       const started = Date.now()
       const error = yield* Effect.flip(runTool(yield* toolById(mcp, "fx_slow"), { ms: 20_000 }, context))
       expect(error.message).toBe("The call to slow was aborted.")
-      expect(Date.now() - started).toBeLessThan(2_000)
+      // Well before the call's own 20 s.
+      expect(Date.now() - started).toBeLessThan(15_000)
       // The connection survives a cancelled call.
       const again = makeContext()
       expect((yield* runTool(yield* toolById(mcp, "fx_ok"), { text: "y" }, again.context)).output).toBe("ok: y")
