@@ -109,7 +109,7 @@ describe("ScriptedModel", () => {
       expect(model.calls).toHaveLength(2)
       // 200 ms from the header, not the SDK's 2 s default backoff.
       expect(elapsed).toBeGreaterThanOrEqual(190)
-      expect(elapsed).toBeLessThan(1500)
+      expect(elapsed).toBeLessThan(1_900)
     }))
 
   it.live("call errors are APICallErrors with status, headers and retryability", () =>

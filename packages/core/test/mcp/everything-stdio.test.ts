@@ -190,7 +190,8 @@ describe("everything server over stdio", () => {
         "The MCP tool trigger-long-running-operation (server everything) did not answer within 1200 ms (the timeout restarts with every progress report)."
       )
       expect(elapsed).toBeGreaterThanOrEqual(1_150)
-      expect(elapsed).toBeLessThan(2_500)
+      // Before the 4 s operation would have ended.
+      expect(elapsed).toBeLessThan(3_900)
       // The server is still usable afterwards.
       const echo = yield* runTool(yield* toolById(mcp, "everything_echo"), { message: "still here" }, context)
       expect(echo.output).toBe("Echo: still here")
