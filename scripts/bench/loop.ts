@@ -11,6 +11,16 @@ import { Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { PerformanceObserver } from "node:perf_hooks"
+
+/** Garbage collection pauses (start, duration in ms), to tell the runtime's own work from collecting a larger heap. */
+const gcPauses: Array<{ readonly start: number; readonly duration: number }> = []
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcPauses.push({ start: entry.startTime, duration: entry.duration })
+}).observe({ entryTypes: ["gc"] })
+/** GC time inside [from, to). */
+const gcBetween = (from: number, to: number) =>
+  gcPauses.reduce((sum, pause) => (pause.start >= from && pause.start < to ? sum + pause.duration : sum), 0)
 
 const echo = Tool.make({
   id: "echo",
@@ -82,7 +92,8 @@ const session = (steps: number) =>
     // Time inside the model stream overlaps the runtime's handling of the parts it yields, so
     // this over-counts the stream a little and under-counts the runtime.
     const overhead = perStep.map((ms, index) => ms - sdk[index]!)
-    return { perStep, sdk: sdk.slice(0, perStep.length), overhead, total, cpuPerStep }
+    const gc = perStep.map((_, index) => gcBetween(calls[index]!, calls[index + 1]!))
+    return { perStep, sdk: sdk.slice(0, perStep.length), overhead, gc, total, cpuPerStep }
   })
 
 const program = Effect.gen(function*() {
@@ -90,7 +101,7 @@ const program = Effect.gen(function*() {
   // shows the first sessions of a fresh process instead.
   yield* session(Number(process.env.BENCH_WARMUP ?? 200))
   for (const steps of (process.env.BENCH_STEPS ?? "10,100,1000").split(",").map(Number)) {
-    const { cpuPerStep, overhead, perStep, sdk, total } = yield* session(steps)
+    const { cpuPerStep, gc, overhead, perStep, sdk, total } = yield* session(steps)
     const line = (name: string, values: Array<number>) =>
       `${name} median ${percentile(values, 50).toFixed(2)} ms, p99 ${percentile(values, 99).toFixed(2)} ms`
     console.log(`${String(steps).padStart(4)} steps (${total.toFixed(0)} ms in all):`)
@@ -107,6 +118,17 @@ const program = Effect.gen(function*() {
       const late = percentile(overhead.slice(-window), 50)
       console.log(
         `  runtime overhead, steps 6-${5 + window} vs last ${window}: ${early.toFixed(2)} ms vs ${late.toFixed(2)} ms (ratio ${(late / early).toFixed(2)}; target ≤ 1.5)`
+      )
+      // The part of that growth spent collecting garbage, whose cost follows the live heap (the
+      // session's history, which the loop keeps in memory), and the rest.
+      const mean = (values: Array<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
+      const gcEarly = mean(gc.slice(5, 5 + window))
+      const gcLate = mean(gc.slice(-window))
+      const ownEarly = percentile(overhead.slice(5, 5 + window).map((ms, index) => ms - gc[5 + index]!), 50)
+      const ownLate = percentile(overhead.slice(-window).map((ms, index) => ms - gc[gc.length - window + index]!), 50)
+      console.log(
+        `    GC per step in those windows: ${gcEarly.toFixed(2)} ms vs ${gcLate.toFixed(2)} ms (mean); ` +
+          `overhead without GC pauses: ${ownEarly.toFixed(2)} ms vs ${ownLate.toFixed(2)} ms (ratio ${(ownLate / ownEarly).toFixed(2)})`
       )
     }
   }
