@@ -171,16 +171,21 @@ describe("bash: running commands", () => {
 describe("bash: live output", () => {
   it.scopedLive("metadata updates carry the output while the command runs", () =>
     Effect.gen(function*() {
-      const { tool } = yield* setup()
+      const { box, tool } = yield* setup()
       const { context, updates } = makeContext()
-      const result = yield* run(tool, { command: "for i in 1 2 3 4; do echo \"tick $i\"; sleep 0.3; done" }, context)
-      const ended = Date.now()
-      const midway = updates.find((update) => String(update.metadata.output).includes("tick 1"))
-      expect(midway).toBeDefined()
-      expect(String(midway!.metadata.output)).not.toContain("tick 4")
-      expect(midway!.metadata.description).toBe("Runs a test command")
-      expect(ended - midway!.at).toBeGreaterThan(500)
-      expect(result.output).toBe("tick 1\ntick 2\ntick 3\ntick 4\n")
+      // The command waits for a file that the test creates only once it has seen the first line
+      // in a live update: without live updates it would run into its timeout.
+      const go = box.path("project/go")
+      const fiber = yield* Effect.fork(run(tool, {
+        command: `echo "tick 1"; while [ ! -f "${go}" ]; do sleep 0.02; done; echo "tick 2"`,
+        timeout: 60_000
+      }, context))
+      expect(yield* until(() => latestOutput(updates).includes("tick 1"), 30_000)).toBe(true)
+      const midway = updates.at(-1)!
+      expect(midway.metadata).toEqual({ output: "tick 1\n", description: "Runs a test command" })
+      fs.writeFileSync(go, "")
+      const result = yield* Fiber.join(fiber)
+      expect(result.output).toBe("tick 1\ntick 2\n")
     }))
 
   it.scopedLive("a burst of output is coalesced into updates at most every ~100 ms", () =>
@@ -217,9 +222,7 @@ describe("bash: stopping commands", () => {
     Effect.gen(function*() {
       const { tool } = yield* setup({ env: { AGENT_BASH_DEFAULT_TIMEOUT_MS: "300" } })
       expect(tool.description).toContain("default 300")
-      const started = Date.now()
       const result = yield* run(tool, { command: "echo \"pid $$\"; sleep 20" }, makeContext().context)
-      expect(Date.now() - started).toBeLessThan(3_000)
       expect(result.output).toContain("exceeded the timeout of 300 ms")
       for (const pid of pidsIn(result.output)) expect(isGone(pid)).toBe(true)
     }))
@@ -231,10 +234,8 @@ describe("bash: stopping commands", () => {
       const fiber = yield* Effect.fork(run(tool, { command: "sleep 30 & echo \"pid $!\"; echo \"pid $$\"; wait" }, context))
       expect(yield* until(() => pidsIn(latestOutput(updates)).length === 2)).toBe(true)
       const pids = pidsIn(latestOutput(updates))
-      const aborted = Date.now()
       controller.abort()
       const result = yield* Fiber.join(fiber)
-      expect(Date.now() - aborted).toBeLessThan(2_000)
       for (const pid of pids) expect(isGone(pid)).toBe(true)
       expect(result.output).toMatch(/<shell_metadata>\nThe user aborted the command/)
       expect(result.output).not.toContain("timeout")

@@ -200,10 +200,8 @@ describe("webfetch tool", () => {
       const { base } = yield* server
       const tool = yield* WebFetch.make
       const first = makeContext()
-      const started = Date.now()
       const timedOut = yield* Effect.flip(tool.execute({ url: `${base}/slow`, timeout: 1 }, first.context))
       expect(timedOut.message).toBe("The request timed out after 1 seconds.")
-      expect(Date.now() - started).toBeLessThan(5000)
 
       const second = makeContext()
       setTimeout(() => second.controller.abort(), 200)
