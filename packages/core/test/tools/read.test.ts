@@ -2,10 +2,10 @@ import { readDeps } from "./deps.js"
 import { DeniedError, type PermissionConfig, type ToolPart } from "@agent/domain"
 import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Fiber } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Permission from "../../src/Permission.js"
+import { PermissionService } from "../../src/PermissionService.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
@@ -213,7 +213,7 @@ describe("read: directories, binaries, images, missing files", () => {
 })
 
 describe("read: permissions", () => {
-  it.scopedLive(".env files ask read with their worktree-relative path, which the default rules turn into an ask", () =>
+  it.scopedLive(".env files ask read with their worktree-relative path; a deny rule on them fails the call", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
       box.write("project/app/.env", "SECRET=1\n")
@@ -225,13 +225,57 @@ describe("read: permissions", () => {
         ["read", ["app/.env"], ["*"]],
         ["read", ["app/.env.example"], ["*"]]
       ])
-      const defaults = Permission.fromConfig({ read: { "*": "allow", "*.env": "ask", "*.env.*": "ask", "*.env.example": "allow" } })
-      expect(Permission.evaluate("read", asks[0]!.patterns[0]!, defaults).action).toBe("ask")
-      expect(Permission.evaluate("read", asks[1]!.patterns[0]!, defaults).action).toBe("allow")
-
       const denied = makeContext({ "*": "allow", read: { "*.env": "deny" } })
       const exit = yield* Effect.exit(run(tool, { filePath: "app/.env" }, denied.context))
       expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+    }))
+
+  it.scopedLive("with the built-in default rules, reading .env (at any depth) waits for the user; .env.example does not", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("read", { filePath: "config/.env.example" })],
+        [ScriptedModel.toolCall("read", { filePath: "config/.env" })],
+        [ScriptedModel.toolCall("read", { filePath: ".env.production" })],
+        "Done."
+      ])
+      // No permission config at all: the runtime's own defaults decide.
+      const runtime = yield* TestRuntime.make({
+        model,
+        files: { "project/config/.env": "SECRET=1\n", "project/config/.env.example": "SECRET=\n", "project/.env.production": "P=1\n" }
+      })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const permissions = yield* PermissionService
+        const session = yield* store.create({ title: "env" })
+        const running = yield* Effect.fork(
+          (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "show the settings" }] })
+        )
+        const pending = (pattern: string) =>
+          Effect.gen(function*() {
+            for (;;) {
+              const request = (yield* permissions.list()).find((candidate) => candidate.patterns.includes(pattern))
+              if (request) return request
+              yield* Effect.sleep("5 millis")
+            }
+          })
+        const env = yield* pending("config/.env")
+        expect(env).toMatchObject({ permission: "read", patterns: ["config/.env"], always: ["*"] })
+        // the example was read without asking anybody
+        expect(model.calls).toHaveLength(2)
+        yield* permissions.reply({ requestID: env.id, reply: "once" })
+        const production = yield* pending(".env.production")
+        expect(production.permission).toBe("read")
+        yield* permissions.reply({ requestID: production.id, reply: "once" })
+        expect((yield* Fiber.join(running)).reason).toBe("completed")
+        const outputs = (yield* store.messages(session.id))
+          .flatMap((message) => message.parts)
+          .filter((part): part is ToolPart => part.type === "tool")
+          .map((part) => (part.state.status === "completed" ? part.state.output : part.state.status))
+        expect(outputs).toHaveLength(3)
+        expect(outputs[0]).toContain("1: SECRET=")
+        expect(outputs[1]).toContain("1: SECRET=1")
+        expect(outputs[2]).toContain("1: P=1")
+      }).pipe(Effect.provide(runtime.layer))
     }))
 
   it.scopedLive("path traversal out of the project asks external_directory before anything else", () =>
