@@ -151,8 +151,13 @@ describe("bash: running commands", () => {
       expect(Object.keys(schema.properties)).toEqual(["command", "timeout", "workdir", "description"])
       expect(schema.required).toEqual(["command", "description"])
       expect(schema.properties.timeout).toMatchObject({ type: "integer", exclusiveMinimum: 0, maximum: 600_000 })
-      const tooLong = yield* Effect.flip(ToolModule.decodeInput(tool, { command: "ls", description: "Lists", timeout: 600_001 }))
-      expect(tooLong.message).toContain("from 1 to 600000")
+      for (const timeout of [600_001, 0, -5, 1.5, "5000"]) {
+        const bad = yield* Effect.flip(ToolModule.decodeInput(tool, { command: "ls", description: "Lists", timeout }))
+        expect(bad.message).toBe(
+          "The bash tool was called with invalid arguments: timeout: expected a whole number of milliseconds from 1 to 600000.\n" +
+            "Please rewrite the input so it satisfies the expected schema."
+        )
+      }
       const fine = yield* ToolModule.decodeInput(tool, { command: "ls", description: "Lists", timeout: 600_000 })
       expect(fine).toMatchObject({ timeout: 600_000 })
     }))

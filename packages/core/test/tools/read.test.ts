@@ -82,6 +82,17 @@ describe("read: text files", () => {
       const { tool } = yield* setup()
       const exit = yield* Effect.exit(run(tool, { filePath: "x", offset: -1 }, makeContext().context))
       expect(failureOf(exit)).toBeInstanceOf(Tool.ToolInputError)
+      // one issue per problem, without the noise of the optional field's `undefined` branch
+      expect(failureOf(exit).message).toBe(
+        "The read tool was called with invalid arguments: offset: expected a line number: a whole number, 1 or more (0 counts as 1).\n" +
+          "Please rewrite the input so it satisfies the expected schema."
+      )
+      const fraction = yield* Effect.exit(run(tool, { filePath: "x", offset: 1.5, limit: "ten" }, makeContext().context))
+      expect(failureOf(fraction).message).toBe(
+        "The read tool was called with invalid arguments: offset: expected a line number: a whole number, 1 or more (0 counts as 1); " +
+          "limit: expected a whole number of lines, 0 or more (0 means the default).\n" +
+          "Please rewrite the input so it satisfies the expected schema."
+      )
     }))
 
   it.scopedLive("counts the lines of a long file without showing them (and without a trailing newline)", () =>
