@@ -225,6 +225,10 @@ describe("bash: stopping commands", () => {
 
   it.scopedLive("the default timeout comes from AGENT_BASH_DEFAULT_TIMEOUT_MS", () =>
     Effect.gen(function*() {
+      // unset (or not a positive whole number): 120 s, as the tool tells the model
+      const plain = yield* setup({ env: { AGENT_BASH_DEFAULT_TIMEOUT_MS: "soon" } })
+      expect(Bash.defaultTimeout(plain.box.instance)).toBe(120_000)
+      expect(plain.tool.description).toContain("default 120000")
       const { tool } = yield* setup({ env: { AGENT_BASH_DEFAULT_TIMEOUT_MS: "300" } })
       expect(tool.description).toContain("default 300")
       const result = yield* run(tool, { command: "echo \"pid $$\"; sleep 20" }, makeContext().context)

@@ -105,6 +105,19 @@ describe("read: text files", () => {
       expect(last.output).toContain("100000: line 100000\n\n(End of file - total 100000 lines)")
     }))
 
+  it.scopedLive("without a limit it shows 2000 lines and says where to continue", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/long.txt", numbered(2500))
+      const result = yield* run(tool, { filePath: "long.txt" }, makeContext().context)
+      expect(result.output).toContain("<content>\n1: line 1\n")
+      expect(result.output).toContain("\n2000: line 2000\n\n(Showing lines 1-2000 of 2500. Use offset=2001 to continue.)\n</content>")
+      expect(result.output).not.toContain("2001: ")
+      const rest = yield* run(tool, { filePath: "long.txt", offset: 2001 }, makeContext().context)
+      expect(rest.output).toContain("<content>\n2001: line 2001\n")
+      expect(rest.output).toContain("2500: line 2500\n\n(End of file - total 2500 lines)")
+    }))
+
   it.scopedLive("lines longer than 2000 characters are cut", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
