@@ -11,6 +11,11 @@ import { isInsideProject, realPath } from "./ExternalDirectory.js"
  * Splits a shell command into the simple commands it runs, so every one of them is checked
  * against the `bash` rules on its own: a denied `rm` hidden in `ls && rm -rf x`, in a pipe,
  * a subshell, `$( )`, backticks or a loop body is still seen.
+ *
+ * A command's pattern is its source text, as in OpenCode. Where that text is not the command
+ * as it runs (`FOO=1 rm -rf x`, `\rm -rf x`, `"rm" -rf x`, a line continuation), the words
+ * as the command receives them are a second pattern, so `rm *: deny` is not dodged by spelling
+ * (and an allow must cover both forms).
  */
 
 /** One simple command of a script. */
@@ -19,6 +24,13 @@ export interface BashCommand {
   readonly text: string
   /** The command name and its arguments as words, quotes and escapes removed. */
   readonly tokens: ReadonlyArray<string>
+  /**
+   * The source text of the command up to the end of its arity prefix (`FOO=1 npm test` for
+   * `FOO=1 npm test --watch`), for an "always" pattern that covers the source-text pattern.
+   */
+  readonly sourcePrefix: string
+  /** The command's own source text differs from its words joined by spaces. */
+  readonly respelled: boolean
 }
 
 export interface ParsedCommand {
@@ -115,17 +127,21 @@ const valueOf = (node: Node): string => {
   }
 }
 
-const tokensOf = (node: Node): Array<string> => {
+/** The nodes of a command's words (name, then arguments) with their values. */
+const wordsOf = (node: Node): Array<{ readonly node: Node; readonly value: string }> => {
   if (node.type === "command") {
     const name = node.childForFieldName("name")
     if (name === null) return []
     const args = node.childrenForFieldName("argument").filter((child): child is Node => child !== null)
-    return [valueOf(name), ...args.map(valueOf)]
+    return [name, ...args].map((word) => ({ node: word, value: valueOf(word) }))
   }
   // declaration_command / unset_command: the keyword, then each operand as written.
   const keyword = node.child(0)
-  const operands = node.namedChildren.filter((child): child is Node => child !== null).map(valueOf)
-  return keyword === null ? operands : [keyword.text, ...operands]
+  const operands = node.namedChildren.filter((child): child is Node => child !== null)
+  return [
+    ...(keyword === null ? [] : [{ node: keyword, value: keyword.text }]),
+    ...operands.map((operand) => ({ node: operand, value: valueOf(operand) }))
+  ]
 }
 
 /**
@@ -148,11 +164,22 @@ const patternTextOf = (node: Node, source: string): string => {
   return source.slice(node.startIndex, end)
 }
 
+const commandOf = (node: Node, source: string): BashCommand => {
+  const words = wordsOf(node)
+  const tokens = words.map((word) => word.value)
+  const prefixWords = BashArity.prefix(tokens).length
+  const lastPrefixWord = words[Math.max(prefixWords, 1) - 1]
+  return {
+    text: patternTextOf(node, source),
+    tokens,
+    sourcePrefix: lastPrefixWord ? source.slice(node.startIndex, lastPrefixWord.node.endIndex) : node.text,
+    respelled: tokens.length > 0 && node.text !== tokens.join(" ")
+  }
+}
+
 const collect = (node: Node, source: string, into: Array<BashCommand>): void => {
   // A command the parser only invented to repair broken input (`ls &&`) has no text.
-  if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") {
-    into.push({ text: patternTextOf(node, source), tokens: tokensOf(node) })
-  }
+  if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") into.push(commandOf(node, source))
   for (const child of node.namedChildren) if (child !== null) collect(child, source, into)
 }
 
@@ -179,7 +206,9 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
               const name = entry.tokens[0]
               if (name === undefined || DIRECTORY_CHANGES.has(name)) continue
               patterns.add(entry.text)
+              if (entry.respelled) patterns.add(entry.tokens.join(" "))
               always.add(alwaysPattern(entry.tokens))
+              if (entry.respelled) always.add(`${entry.sourcePrefix} *`)
             }
             const incomplete = tree.rootNode.hasError
             const whole = command.trim()

@@ -12,6 +12,11 @@ import { externalDirectories, parseCommand, pathArguments } from "../../src/tool
  * Decisions recorded here:
  * - An environment prefix stays in the pattern (`FOO=1 npm test`, the command node's text, as
  *   OpenCode does) but not in the tokens, so "always" is `npm test *`.
+ * - Where the source text is not the command's words joined by spaces (an environment prefix,
+ *   quotes, escapes, a line continuation, doubled spaces), the words are a second pattern: a
+ *   deny such as `rm *` or `git push --force *` then sees `X=1 rm`, `\rm`, `"rm"` and
+ *   `git push "--force"`, and an allow must cover both. "always" then also gets the source
+ *   text's own prefix (`X=1 rm *`), so answering "always" covers the source pattern too.
  * - `cd`, `chdir`, `pushd`, `popd` add no pattern.
  * - `export`/`declare`/`local`/`unset` are patterns like any command; a bare assignment `x=1`
  *   and test expressions `[[ … ]]` / `[ … ]` are not commands and add nothing.
@@ -24,7 +29,7 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["ls", ["ls"], ["ls *"]],
   ["ls -la src", ["ls -la src"], ["ls *"]],
   ["git status -s", ["git status -s"], ["git status *"]],
-  ["git  status", ["git  status"], ["git status *"]],
+  ["git  status", ["git  status", "git status"], ["git status *", "git  status *"]],
   ["npm run build", ["npm run build"], ["npm run build *"]],
   ["npm install --save-dev vitest", ["npm install --save-dev vitest"], ["npm install *"]],
   ["docker compose up -d", ["docker compose up -d"], ["docker compose up *"]],
@@ -38,7 +43,7 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["ls && rm -rf / && echo ok", ["ls", "rm -rf /", "echo ok"], ["ls *", "rm *", "echo *"]],
   ["make; make test", ["make", "make test"], ["make *", "make test *"]],
   ["test -f x || touch x", ["test -f x", "touch x"], ["test *", "touch *"]],
-  ["grep -r \"TODO\" . | wc -l", ["grep -r \"TODO\" .", "wc -l"], ["grep *", "wc *"]],
+  ["grep -r \"TODO\" . | wc -l", ["grep -r \"TODO\" .", "grep -r TODO .", "wc -l"], ["grep *", "wc *"]],
   ["ls && ls", ["ls"], ["ls *"]],
   ["ls &\necho done", ["ls", "echo done"], ["ls *", "echo *"]],
   // subshells and substitutions
@@ -59,25 +64,29 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["cat <<EOF\n$(rm -rf x)\nEOF", ["cat <<EOF\n$(rm -rf x)\nEOF", "rm -rf x"], ["cat *", "rm *"]],
   ["cat <<'EOF'\n$(rm -rf x)\nEOF", ["cat <<'EOF'\n$(rm -rf x)\nEOF"], ["cat *"]],
   // quoting and escapes
-  ["echo \"a && b\"", ["echo \"a && b\""], ["echo *"]],
-  ["echo 'rm -rf /; ls'", ["echo 'rm -rf /; ls'"], ["echo *"]],
-  ["git commit -m \"fix: a && b\" && git push", ["git commit -m \"fix: a && b\"", "git push"], ["git commit *", "git push *"]],
-  ["echo a\\;b", ["echo a\\;b"], ["echo *"]],
-  ["\"./my script.sh\" arg", ["\"./my script.sh\" arg"], ["./my script.sh *"]],
-  ["python -c 'print(1)'", ["python -c 'print(1)'"], ["python -c *"]],
+  ["echo \"a && b\"", ["echo \"a && b\"", "echo a && b"], ["echo *"]],
+  ["echo 'rm -rf /; ls'", ["echo 'rm -rf /; ls'", "echo rm -rf /; ls"], ["echo *"]],
+  [
+    "git commit -m \"fix: a && b\" && git push",
+    ["git commit -m \"fix: a && b\"", "git commit -m fix: a && b", "git push"],
+    ["git commit *", "git push *"]
+  ],
+  ["echo a\\;b", ["echo a\\;b", "echo a;b"], ["echo *"]],
+  ["\"./my script.sh\" arg", ["\"./my script.sh\" arg", "./my script.sh arg"], ["./my script.sh *", "\"./my script.sh\" *"]],
+  ["python -c 'print(1)'", ["python -c 'print(1)'", "python -c print(1)"], ["python -c *"]],
   // multi-line
   ["npm ci\nnpm test", ["npm ci", "npm test"], ["npm ci *", "npm test *"]],
-  ["npm run build \\\n  --prod", ["npm run build \\\n  --prod"], ["npm run build *"]],
+  ["npm run build \\\n  --prod", ["npm run build \\\n  --prod", "npm run build --prod"], ["npm run build *"]],
   // control flow and functions
   ["if [ -f x ]; then rm x; else echo missing; fi", ["rm x", "echo missing"], ["rm *", "echo *"]],
-  ["for f in *.ts; do cat \"$f\"; done", ["cat \"$f\""], ["cat *"]],
+  ["for f in *.ts; do cat \"$f\"; done", ["cat \"$f\"", "cat $f"], ["cat *"]],
   ["while true; do sleep 1; done", ["true", "sleep 1"], ["true *", "sleep *"]],
   ["f() { rm -rf tmp; }; f", ["rm -rf tmp", "f"], ["rm *", "f *"]],
   ["case $x in a) rm a;; esac", ["rm a"], ["rm *"]],
   ["! grep -q foo file", ["grep -q foo file"], ["grep *"]],
   ["[[ -f x ]] && echo yes", ["echo yes"], ["echo *"]],
   // environment and builtins
-  ["FOO=1 npm test", ["FOO=1 npm test"], ["npm test *"]],
+  ["FOO=1 npm test", ["FOO=1 npm test", "npm test"], ["npm test *", "FOO=1 npm test *"]],
   ["export NODE_ENV=production && npm start", ["export NODE_ENV=production", "npm start"], ["export *", "npm start *"]],
   ["x=1", [], []],
   // directory changes add nothing
@@ -85,7 +94,14 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["pushd src && ls && popd", ["ls"], ["ls *"]],
   ["cd /", [], []],
   // unicode
-  ["echo \"héllo wörld 😀\" | tr a-z A-Z", ["echo \"héllo wörld 😀\"", "tr a-z A-Z"], ["echo *", "tr *"]]
+  ["echo \"héllo wörld 😀\" | tr a-z A-Z", ["echo \"héllo wörld 😀\"", "echo héllo wörld 😀", "tr a-z A-Z"], ["echo *", "tr *"]],
+  // spellings that must not dodge a rule: the words as the command receives them are a pattern too
+  ["X=1 rm -rf /", ["X=1 rm -rf /", "rm -rf /"], ["rm *", "X=1 rm *"]],
+  ["\\rm -rf build", ["\\rm -rf build", "rm -rf build"], ["rm *", "\\rm *"]],
+  ["\"rm\" -rf build", ["\"rm\" -rf build", "rm -rf build"], ["rm *", "\"rm\" *"]],
+  ["ls && 'rm' -rf build", ["ls", "'rm' -rf build", "rm -rf build"], ["ls *", "rm *", "'rm' *"]],
+  ["git push \"--force\" origin main", ["git push \"--force\" origin main", "git push --force origin main"], ["git push *"]],
+  ["git push -\\f", ["git push -\\f", "git push -f"], ["git push *"]]
 ]
 
 describe("parseCommand: patterns and always-prefixes", () => {

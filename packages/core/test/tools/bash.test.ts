@@ -5,6 +5,7 @@ import { Context, Effect, Fiber, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ConfigService } from "../../src/ConfigService.js"
+import { PermissionService } from "../../src/PermissionService.js"
 import { Instance } from "../../src/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
@@ -307,6 +308,55 @@ describe("bash: permissions", () => {
       expect(fs.existsSync(box.path("project/marker"))).toBe(false)
       expect(asks.map((ask) => ask.permission)).toEqual(["bash"])
     }))
+
+  it.scopedLive("a deny is not dodged by spelling: an environment prefix, quotes, a backslash", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.mkdirSync(box.path("project/x"))
+      for (const command of ["X=1 rm -rf x", "\\rm -rf x", "'rm' -rf x", "ls && r\"m\" -rf x", "env -i; \"rm\" -r\\f x"]) {
+        const { context } = makeContext({ bash: { "*": "allow", "rm *": "deny" } })
+        const error = yield* Effect.flip(run(tool, { command }, context))
+        expect(error, command).toBeInstanceOf(DeniedError)
+        expect(fs.existsSync(box.path("project/x")), command).toBe(true)
+      }
+      const { context } = makeContext({ bash: { "*": "allow", "git push --force *": "deny" } })
+      const error = yield* Effect.flip(run(tool, { command: "git push \"--force\" origin main" }, context))
+      expect(error).toMatchObject({ _tag: "DeniedError", pattern: "git push --force origin main" })
+    }))
+
+  it.scopedLive("answering always for an env-prefixed command covers it next time", () =>
+    Effect.gen(function*() {
+      const command = "GREETING=hi sh -c 'echo $GREETING'"
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("bash", { command, description: "Greets" })],
+        [ScriptedModel.toolCall("bash", { command, description: "Greets again" })],
+        "Greeted twice."
+      ])
+      const runtime = yield* TestRuntime.make({ model, files: { "project/agent.json": { permission: { bash: "ask" } } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const permissions = yield* PermissionService
+        const session = yield* store.create({ title: "always" })
+        const running = yield* Effect.fork(
+          (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "greet twice" }] })
+        )
+        let request = (yield* permissions.list())[0]
+        while (request === undefined) {
+          yield* Effect.sleep("5 millis")
+          request = (yield* permissions.list())[0]
+        }
+        expect(request).toMatchObject({ permission: "bash", patterns: [command, "sh -c echo $GREETING"] })
+        expect(request.always).toEqual(["sh *", "GREETING=hi sh *"])
+        yield* permissions.reply({ requestID: request.id, reply: "always" })
+        // the second, identical call is not asked again
+        expect((yield* Fiber.join(running)).reason).toBe("completed")
+        const outputs = (yield* store.messages(session.id))
+          .flatMap((message) => message.parts)
+          .filter((part): part is ToolPart => part.type === "tool")
+          .map((part) => (part.state.status === "completed" ? part.state.output : part.state.status))
+        expect(outputs).toEqual(["hi\n", "hi\n"])
+      }).pipe(Effect.provide(runtime.layer))
+    }), 30_000)
 
   it.scopedLive("a denied external directory stops before bash is asked", () =>
     Effect.gen(function*() {
