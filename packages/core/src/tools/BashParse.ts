@@ -36,6 +36,8 @@ export interface BashCommand {
 export interface ParsedCommand {
   /** Every simple command, in source order, including `cd` and friends. */
   readonly commands: ReadonlyArray<BashCommand>
+  /** The files the script redirects output to or input from (`> out.txt`, `< in.txt`), as the shell sees them. */
+  readonly redirects: ReadonlyArray<string>
   /** `bash` permission patterns, de-duplicated, in source order. */
   readonly patterns: ReadonlyArray<string>
   /** The matching "always allow" patterns (`git status *`), de-duplicated. */
@@ -177,9 +179,28 @@ const commandOf = (node: Node, source: string): BashCommand => {
   }
 }
 
-const collect = (node: Node, source: string, into: Array<BashCommand>): void => {
+/** The file of a redirect; none for a descriptor copy (`2>&1`, `<&-`). */
+const redirectTarget = (node: Node): string | undefined => {
+  const destination = node.childForFieldName("destination")
+  if (destination === null || destination.isMissing) return undefined
+  const operator = node.children.find((child) => child !== null && !child.isNamed)?.type
+  const value = valueOf(destination)
+  if ((operator === ">&" || operator === "<&") && /^(\d+-?|-)$/.test(value)) return undefined
+  return value
+}
+
+interface Collected {
+  readonly commands: Array<BashCommand>
+  readonly redirects: Array<string>
+}
+
+const collect = (node: Node, source: string, into: Collected): void => {
   // A command the parser only invented to repair broken input (`ls &&`) has no text.
-  if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") into.push(commandOf(node, source))
+  if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") into.commands.push(commandOf(node, source))
+  if (node.type === "file_redirect") {
+    const target = redirectTarget(node)
+    if (target !== undefined && target !== "") into.redirects.push(target)
+  }
   for (const child of node.namedChildren) if (child !== null) collect(child, source, into)
 }
 
@@ -198,8 +219,8 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
           const tree = parser.parse(command)
           if (tree === null) throw new Error("the parser returned no tree")
           try {
-            const commands: Array<BashCommand> = []
-            collect(tree.rootNode, command, commands)
+            const { commands, redirects }: Collected = { commands: [], redirects: [] }
+            collect(tree.rootNode, command, { commands, redirects })
             const patterns = new Set<string>()
             const always = new Set<string>()
             for (const entry of commands) {
@@ -216,7 +237,7 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
               patterns.add(whole)
               always.add(whole)
             }
-            return { commands, patterns: [...patterns], always: [...always], incomplete } satisfies ParsedCommand
+            return { commands, redirects, patterns: [...patterns], always: [...always], incomplete } satisfies ParsedCommand
           } finally {
             tree.delete()
           }
@@ -291,24 +312,29 @@ const globOf = (target: string): string => {
   return path.join(isDirectory(real) ? real : path.dirname(real), "*")
 }
 
+/** Redirecting to these reaches no file of anybody's. */
+const STREAM_DEVICES: ReadonlySet<string> = new Set(["/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"])
+const isStreamDevice = (file: string) => STREAM_DEVICES.has(file) || /^\/dev\/fd\/\d+$/.test(file)
+
 /**
  * The `external_directory` patterns a script needs: the working directory when it lies outside
- * the project, and every path argument of a file command that does. Relative paths are taken
- * from `workdir`; symlinks are followed, so a link inside the project that points out counts
- * as outside.
+ * the project, every path argument of a file command that does, and every file it redirects to
+ * or from that does (`> ../elsewhere/out.txt`; `/dev/null` and the standard streams are not
+ * files). Relative paths are taken from `workdir`; symlinks are followed, so a link inside the
+ * project that points out counts as outside.
  */
 export const externalDirectories = (
   commands: ReadonlyArray<BashCommand>,
-  options: { readonly instance: InstanceInfo; readonly workdir: string }
+  options: { readonly instance: InstanceInfo; readonly workdir: string; readonly redirects?: ReadonlyArray<string> }
 ): Array<string> => {
   const { instance, workdir } = options
   const globs = new Set<string>()
-  if (!isInsideProject(instance, workdir)) globs.add(globOf(workdir))
-  for (const command of commands) {
-    for (const arg of pathArguments(command.tokens)) {
-      const absolute = path.resolve(workdir, expandPath(arg, instance))
-      if (!isInsideProject(instance, absolute)) globs.add(globOf(absolute))
-    }
+  const check = (arg: string) => {
+    const absolute = path.resolve(workdir, expandPath(arg, instance))
+    if (!isStreamDevice(absolute) && !isInsideProject(instance, absolute)) globs.add(globOf(absolute))
   }
+  if (!isInsideProject(instance, workdir)) globs.add(globOf(workdir))
+  for (const command of commands) for (const arg of pathArguments(command.tokens)) check(arg)
+  for (const target of options.redirects ?? []) check(target)
   return [...globs]
 }

@@ -146,6 +146,16 @@ describe("parseCommand: tokens", () => {
     }))
 })
 
+describe("parseCommand: redirects", () => {
+  it.effect("lists the files redirected to or from, anywhere in the script, without descriptor copies", () =>
+    Effect.gen(function*() {
+      const parsed = yield* parseCommand(
+        "cat < in.txt > \"out file.txt\" 2>&1 && { ls; } >> log && (echo $(date > stamp)) 2> err && echo >&2 && cat <&0 && echo <<EOF\nhi\nEOF"
+      )
+      expect(parsed.redirects).toEqual(["in.txt", "out file.txt", "log", "stamp", "err"])
+    }))
+})
+
 describe("pathArguments", () => {
   it("skips flags, chmod modes and chown owners; `--` ends the flags", () => {
     expect(pathArguments(["rm", "-rf", "a", "b"])).toEqual(["a", "b"])
@@ -170,7 +180,8 @@ describe("external directories", () => {
     fs.symlinkSync(box.path("outside"), box.path("project/link"))
     fs.mkdirSync(box.path("project/src"), { recursive: true })
     const scan = (command: string, workdir = box.instance.directory) =>
-      Effect.map(parseCommand(command), (parsed) => externalDirectories(parsed.commands, { instance: box.instance, workdir }))
+      Effect.map(parseCommand(command), (parsed) =>
+        externalDirectories(parsed.commands, { instance: box.instance, workdir, redirects: parsed.redirects }))
     return { box, scan }
   })
   const real = (target: string) => fs.realpathSync(target)
@@ -228,6 +239,19 @@ describe("external directories", () => {
         path.join(real("/etc"), "*"),
         path.join(box.path("outside"), "*")
       ])
+    }))
+
+  it.scoped("files redirected to or from outside the project are asked for; /dev/null and descriptor copies are not", () =>
+    Effect.gen(function*() {
+      const { box, scan } = yield* setup
+      const outside = path.join(box.path("outside"), "*")
+      expect(yield* scan("echo x > ../outside/new.txt")).toEqual([outside])
+      expect(yield* scan("sort < ../outside/file > sorted.txt")).toEqual([outside])
+      expect(yield* scan("{ echo a; echo b; } >> link/log")).toEqual([outside])
+      expect(yield* scan("make 2> ~/build.log")).toEqual([path.join(box.instance.home, "*")])
+      expect(yield* scan("exec 3> \"../outside/fd out\"")).toEqual([outside])
+      expect(yield* scan("ls && echo done &>> ../outside/all.log")).toEqual([outside])
+      expect(yield* scan("ls > /dev/null 2>&1 && echo x >&2 && cat < /dev/stdin > out.txt 2> /dev/fd/2")).toEqual([])
     }))
 
   it.scoped("a workdir outside the project is asked for, and relative paths start from it", () =>

@@ -68,6 +68,9 @@ const cases = [
   ["bash", "file link", { command: "cp README.md secret-link.txt", description: "Copies" }],
   ["bash", "dangling link", { command: "touch dangling", description: "Touches" }],
   ["bash", "hidden in a chain", { command: "ls && mv inside.txt ../outside/ && echo ok", description: "Moves" }],
+  ["bash", "redirect", { command: "echo x > ../outside/new.txt", description: "Writes" }],
+  ["bash", "redirect through a link", { command: "ls >> escape/list.txt", description: "Appends" }],
+  ["bash", "redirect through a dangling link", { command: "echo x > dangling", description: "Writes" }],
   ["bash", "workdir traversal", { command: "ls", workdir: "../outside", description: "Lists" }],
   ["bash", "workdir link", { command: "ls", workdir: "escape", description: "Lists" }]
 ] as const
