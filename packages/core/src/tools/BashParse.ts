@@ -14,8 +14,9 @@ import { isInsideProject, realPath } from "./ExternalDirectory.js"
  *
  * A command's pattern is its source text, as in OpenCode. Where that text is not the command
  * as it runs (`FOO=1 rm -rf x`, `\rm -rf x`, `"rm" -rf x`, a line continuation), the words
- * as the command receives them are a second pattern, so `rm *: deny` is not dodged by spelling
- * (and an allow must cover both forms).
+ * as the command receives them are a second pattern, and a command run through a wrapper
+ * (`sudo`, `env`, `nohup`, `xargs`, `timeout`, …) adds the command it runs, so `rm *: deny` is
+ * dodged neither by spelling nor by a wrapper (and an allow must cover every form).
  */
 
 /** One simple command of a script. */
@@ -54,6 +55,70 @@ export class BashParseError extends Data.TaggedError("BashParseError")<{ readonl
   override get message() {
     return `Could not parse the shell command: ${this.reason}`
   }
+}
+
+/**
+ * Commands that run another command given in their arguments, with the options whose value is
+ * the next word, and how many plain words come before the command (`timeout 5s cmd`).
+ */
+const WRAPPERS: ReadonlyMap<string, { readonly valued: ReadonlySet<string>; readonly leading?: number }> = new Map([
+  ["command", { valued: new Set<string>() }],
+  ["builtin", { valued: new Set<string>() }],
+  ["exec", { valued: new Set(["-a"]) }],
+  ["nohup", { valued: new Set<string>() }],
+  ["time", { valued: new Set(["-f", "-o"]) }],
+  ["nice", { valued: new Set(["-n"]) }],
+  ["ionice", { valued: new Set(["-c", "-n", "-p"]) }],
+  ["setsid", { valued: new Set<string>() }],
+  ["stdbuf", { valued: new Set(["-i", "-o", "-e"]) }],
+  ["timeout", { valued: new Set(["-k", "-s"]), leading: 1 }],
+  ["env", { valued: new Set(["-u", "-C", "-S"]) }],
+  ["sudo", { valued: new Set(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"]) }],
+  ["doas", { valued: new Set(["-u", "-C"]) }],
+  ["xargs", { valued: new Set(["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s"]) }]
+])
+
+/**
+ * The command a wrapper runs (`rm -rf x` for `sudo -u root nohup rm -rf x`), unwrapped as far
+ * as it goes; undefined when `tokens` is not a wrapper with a command.
+ */
+export const wrappedCommand = (tokens: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
+  let current = tokens
+  let unwrapped: ReadonlyArray<string> | undefined
+  for (let depth = 0; depth < 8; depth++) {
+    const wrapper = current[0] === undefined ? undefined : WRAPPERS.get(current[0])
+    if (wrapper === undefined) break
+    let index = 1
+    let leading = wrapper.leading ?? 0
+    while (index < current.length) {
+      const word = current[index]!
+      if (word === "--") {
+        index++
+        break
+      }
+      // `command -v git` only looks the command up.
+      if (current[0] === "command" && (word === "-v" || word === "-V")) return unwrapped
+      if (word.startsWith("-") && word.length > 1) {
+        // `-n 10` takes the next word; `-n10` and `--name=value` carry their value.
+        index += wrapper.valued.has(word) ? 2 : 1
+        continue
+      }
+      if (current[0] === "env" && /^[A-Za-z_][A-Za-z0-9_]*=/.test(word)) {
+        index++
+        continue
+      }
+      if (leading > 0) {
+        leading--
+        index++
+        continue
+      }
+      break
+    }
+    if (index >= current.length) break
+    current = current.slice(index)
+    unwrapped = current
+  }
+  return unwrapped
 }
 
 /** Changing directory is not an action a rule should have to allow. */
@@ -230,6 +295,12 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
               if (entry.respelled) patterns.add(entry.tokens.join(" "))
               always.add(alwaysPattern(entry.tokens))
               if (entry.respelled) always.add(`${entry.sourcePrefix} *`)
+              // `sudo rm -rf x`, `xargs rm`, `nohup rm …`: what actually runs is checked too.
+              const inner = wrappedCommand(entry.tokens)
+              if (inner !== undefined) {
+                patterns.add(inner.join(" "))
+                always.add(alwaysPattern(inner))
+              }
             }
             const incomplete = tree.rootNode.hasError
             const whole = command.trim()

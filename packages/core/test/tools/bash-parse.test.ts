@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { externalDirectories, parseCommand, pathArguments } from "../../src/tools/BashParse.js"
+import { externalDirectories, parseCommand, pathArguments, wrappedCommand } from "../../src/tools/BashParse.js"
 
 /**
  * [command, bash patterns, always patterns]. Every simple command is its own pattern (its
@@ -36,7 +36,7 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["kubectl rollout status deploy/web", ["kubectl rollout status deploy/web"], ["kubectl rollout status *"]],
   ["gh pr view 12", ["gh pr view 12"], ["gh pr view *"]],
   ["make", ["make"], ["make *"]],
-  ["sudo rm -rf /", ["sudo rm -rf /"], ["sudo *"]],
+  ["sudo rm -rf /", ["sudo rm -rf /", "rm -rf /"], ["sudo *", "rm *"]],
   ["./scripts/build.sh --fast", ["./scripts/build.sh --fast"], ["./scripts/build.sh *"]],
   // pipes and lists
   ["cat a | grep b", ["cat a", "grep b"], ["cat *", "grep *"]],
@@ -101,7 +101,17 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["\"rm\" -rf build", ["\"rm\" -rf build", "rm -rf build"], ["rm *", "\"rm\" *"]],
   ["ls && 'rm' -rf build", ["ls", "'rm' -rf build", "rm -rf build"], ["ls *", "rm *", "'rm' *"]],
   ["git push \"--force\" origin main", ["git push \"--force\" origin main", "git push --force origin main"], ["git push *"]],
-  ["git push -\\f", ["git push -\\f", "git push -f"], ["git push *"]]
+  ["git push -\\f", ["git push -\\f", "git push -f"], ["git push *"]],
+  // wrappers: the command they run is a pattern too
+  ["sudo -u root nohup rm -rf x", ["sudo -u root nohup rm -rf x", "rm -rf x"], ["sudo *", "rm *"]],
+  ["env -i PATH=/bin rm -rf x", ["env -i PATH=/bin rm -rf x", "rm -rf x"], ["env *", "rm *"]],
+  ["timeout -s KILL 5s git push", ["timeout -s KILL 5s git push", "git push"], ["timeout *", "git push *"]],
+  ["nice -n 10 make", ["nice -n 10 make", "make"], ["nice *", "make *"]],
+  ["ls | xargs -0 -n 1 rm -f", ["ls", "xargs -0 -n 1 rm -f", "rm -f"], ["ls *", "xargs *", "rm *"]],
+  ["time npm test", ["time npm test", "npm test"], ["time *", "npm test *"]],
+  ["nohup npm start &", ["nohup npm start", "npm start"], ["nohup *", "npm start *"]],
+  ["command -v git", ["command -v git"], ["command *"]],
+  ["env", ["env"], ["env *"]]
 ]
 
 describe("parseCommand: patterns and always-prefixes", () => {
@@ -154,6 +164,19 @@ describe("parseCommand: redirects", () => {
       )
       expect(parsed.redirects).toEqual(["in.txt", "out file.txt", "log", "stamp", "err"])
     }))
+})
+
+describe("wrappedCommand", () => {
+  it("finds the command a wrapper runs, past its options, through nested wrappers", () => {
+    expect(wrappedCommand(["sudo", "-u", "root", "-E", "rm", "-rf", "/"])).toEqual(["rm", "-rf", "/"])
+    expect(wrappedCommand(["sudo", "--", "rm", "x"])).toEqual(["rm", "x"])
+    expect(wrappedCommand(["env", "A=1", "B=2", "nice", "-n5", "make"])).toEqual(["make"])
+    expect(wrappedCommand(["timeout", "5s", "sleep", "10"])).toEqual(["sleep", "10"])
+    expect(wrappedCommand(["xargs", "-I", "{}", "cp", "{}", "dst"])).toEqual(["cp", "{}", "dst"])
+    expect(wrappedCommand(["command", "-v", "git"])).toBeUndefined()
+    expect(wrappedCommand(["sudo", "-u", "root"])).toBeUndefined()
+    expect(wrappedCommand(["rm", "-rf", "x"])).toBeUndefined()
+  })
 })
 
 describe("pathArguments", () => {

@@ -309,11 +309,23 @@ describe("bash: permissions", () => {
       expect(asks.map((ask) => ask.permission)).toEqual(["bash"])
     }))
 
-  it.scopedLive("a deny is not dodged by spelling: an environment prefix, quotes, a backslash", () =>
+  it.scopedLive("a deny is not dodged by spelling (an environment prefix, quotes, a backslash) or a wrapper", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
       fs.mkdirSync(box.path("project/x"))
-      for (const command of ["X=1 rm -rf x", "\\rm -rf x", "'rm' -rf x", "ls && r\"m\" -rf x", "env -i; \"rm\" -r\\f x"]) {
+      const commands = [
+        "X=1 rm -rf x",
+        "\\rm -rf x",
+        "'rm' -rf x",
+        "ls && r\"m\" -rf x",
+        "env -i; \"rm\" -r\\f x",
+        "env A=1 rm -rf x",
+        "nohup rm -rf x",
+        "echo x | xargs rm -rf",
+        "timeout 5 rm -rf x",
+        "command rm -rf x"
+      ]
+      for (const command of commands) {
         const { context } = makeContext({ bash: { "*": "allow", "rm *": "deny" } })
         const error = yield* Effect.flip(run(tool, { command }, context))
         expect(error, command).toBeInstanceOf(DeniedError)
