@@ -405,7 +405,11 @@ export const externalDirectories = (
     if (!isStreamDevice(absolute) && !isInsideProject(instance, absolute)) globs.add(globOf(absolute))
   }
   if (!isInsideProject(instance, workdir)) globs.add(globOf(workdir))
-  for (const command of commands) for (const arg of pathArguments(command.tokens)) check(arg)
+  for (const command of commands) {
+    for (const arg of pathArguments(command.tokens)) check(arg)
+    // `sudo rm /etc/x`: the wrapped command's paths count too.
+    for (const arg of pathArguments(wrappedCommand(command.tokens) ?? [])) check(arg)
+  }
   for (const target of options.redirects ?? []) check(target)
   return [...globs]
 }

@@ -214,6 +214,9 @@ describe("external directories", () => {
       const { scan } = yield* setup
       expect(yield* scan("rm /etc/passwd")).toEqual([path.join(real("/etc"), "*")])
       expect(yield* scan("ls && rm -rf /etc/passwd && echo ok")).toEqual([path.join(real("/etc"), "*")])
+      // through a wrapper too
+      expect(yield* scan("sudo -u root rm /etc/passwd")).toEqual([path.join(real("/etc"), "*")])
+      expect(yield* scan("nohup cp a /etc/x &")).toEqual([path.join(real("/etc"), "*")])
     }))
 
   it.scoped("a directory argument asks for the directory itself", () =>

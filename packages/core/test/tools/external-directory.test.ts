@@ -67,6 +67,7 @@ const cases = [
   ["bash", "directory link", { command: "rm escape/secret.txt", description: "Removes" }],
   ["bash", "file link", { command: "cp README.md secret-link.txt", description: "Copies" }],
   ["bash", "dangling link", { command: "touch dangling", description: "Touches" }],
+  ["bash", "through a wrapper", { command: "sudo -n cp README.md ../outside/", description: "Copies" }],
   ["bash", "hidden in a chain", { command: "ls && mv inside.txt ../outside/ && echo ok", description: "Moves" }],
   ["bash", "redirect", { command: "echo x > ../outside/new.txt", description: "Writes" }],
   ["bash", "redirect through a link", { command: "ls >> escape/list.txt", description: "Appends" }],
