@@ -16,7 +16,8 @@ import { isInsideProject, realPath } from "./ExternalDirectory.js"
  * as it runs (`FOO=1 rm -rf x`, `\rm -rf x`, `"rm" -rf x`, a line continuation), the words
  * as the command receives them are a second pattern, and a command run through a wrapper
  * (`sudo`, `env`, `nohup`, `xargs`, `timeout`, …) adds the command it runs, so `rm *: deny` is
- * dodged neither by spelling nor by a wrapper (and an allow must cover every form).
+ * dodged neither by spelling nor by a wrapper (and an allow must cover every form). Scripts run
+ * as text (`bash -c '…'`, `eval …`) are parsed in turn, and `find -exec cmd` adds `cmd`.
  */
 
 /** One simple command of a script. */
@@ -35,7 +36,10 @@ export interface BashCommand {
 }
 
 export interface ParsedCommand {
-  /** Every simple command, in source order, including `cd` and friends. */
+  /**
+   * Every simple command, in source order, including `cd` and friends, then the commands of the
+   * scripts it runs as text (`bash -c '…'`, `eval …`).
+   */
   readonly commands: ReadonlyArray<BashCommand>
   /** The files the script redirects output to or input from (`> out.txt`, `< in.txt`), as the shell sees them. */
   readonly redirects: ReadonlyArray<string>
@@ -44,8 +48,9 @@ export interface ParsedCommand {
   /** The matching "always allow" patterns (`git status *`), de-duplicated. */
   readonly always: ReadonlyArray<string>
   /**
-   * tree-sitter could not make sense of part of the input. The whole command is then added
-   * as one more pattern (and as its own exact "always" entry), so a rule still sees it.
+   * tree-sitter could not make sense of part of the input (or of a script it runs). That whole
+   * script is then added as one more pattern (and as its own exact "always" entry), so a rule
+   * still sees it.
    */
   readonly incomplete: boolean
 }
@@ -272,6 +277,59 @@ const collect = (node: Node, source: string, into: Collected): void => {
 /** The always-allow pattern of a command: its arity prefix and anything after it. */
 export const alwaysPattern = (tokens: ReadonlyArray<string>): string => `${BashArity.prefix(tokens).join(" ")} *`
 
+/** Shells whose `-c` argument is a script of its own. */
+const SHELLS: ReadonlySet<string> = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash"])
+/** Scripts inside scripts (`bash -c "eval '…'"`) are followed this deep. */
+const MAX_NESTING = 3
+
+/** The script a command runs as text: `bash -c '<script>'`, `eval <words>` (through wrappers too). */
+export const innerScript = (tokens: ReadonlyArray<string>): string | undefined => {
+  const command = wrappedCommand(tokens) ?? tokens
+  const [name, ...args] = command
+  if (name === "eval") return args.length > 0 ? args.join(" ") : undefined
+  if (name === undefined || !SHELLS.has(path.basename(name))) return undefined
+  const flag = args.findIndex((arg) => /^-[A-Za-z]*c[A-Za-z]*$/.test(arg))
+  return flag === -1 ? undefined : args[flag + 1]
+}
+
+/** The commands `find … -exec cmd {} ;` (and `-execdir`, `-ok`, `-okdir`) runs. */
+export const findExecCommands = (tokens: ReadonlyArray<string>): Array<ReadonlyArray<string>> => {
+  const command = wrappedCommand(tokens) ?? tokens
+  if (command[0] === undefined || path.basename(command[0]) !== "find") return []
+  const found: Array<ReadonlyArray<string>> = []
+  for (let index = 1; index < command.length; index++) {
+    if (!["-exec", "-execdir", "-ok", "-okdir"].includes(command[index]!)) continue
+    const end = command.findIndex((word, at) => at > index && (word === ";" || word === "+"))
+    const words = command.slice(index + 1, end === -1 ? command.length : end)
+    if (words.length > 0) found.push(words)
+    index = end === -1 ? command.length : end
+  }
+  return found
+}
+
+interface Analysis extends Collected {
+  /** Parts of the input tree-sitter could not read (the outer script, or a nested one, whole). */
+  readonly unreadable: Array<string>
+}
+
+/** Collects the commands of `source`, and of every script it runs (`bash -c`, `eval`). */
+const analyze = (parser: Parser, source: string, depth: number, into: Analysis): void => {
+  const tree = parser.parse(source)
+  if (tree === null) throw new Error("the parser returned no tree")
+  try {
+    const first = into.commands.length
+    collect(tree.rootNode, source, into)
+    if (tree.rootNode.hasError && source.trim() !== "") into.unreadable.push(source.trim())
+    if (depth >= MAX_NESTING) return
+    for (const entry of into.commands.slice(first)) {
+      const script = innerScript(entry.tokens)
+      if (script !== undefined && script.trim() !== "") analyze(parser, script, depth + 1, into)
+    }
+  } finally {
+    tree.delete()
+  }
+}
+
 /** Parses `command` into the simple commands it runs and the permission patterns they need. */
 export const parseCommand = (command: string): Effect.Effect<ParsedCommand, BashParseError> =>
   Effect.tryPromise({
@@ -281,37 +339,31 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
     Effect.flatMap((parser) =>
       Effect.try({
         try: () => {
-          const tree = parser.parse(command)
-          if (tree === null) throw new Error("the parser returned no tree")
-          try {
-            const { commands, redirects }: Collected = { commands: [], redirects: [] }
-            collect(tree.rootNode, command, { commands, redirects })
-            const patterns = new Set<string>()
-            const always = new Set<string>()
-            for (const entry of commands) {
-              const name = entry.tokens[0]
-              if (name === undefined || DIRECTORY_CHANGES.has(name)) continue
-              patterns.add(entry.text)
-              if (entry.respelled) patterns.add(entry.tokens.join(" "))
-              always.add(alwaysPattern(entry.tokens))
-              if (entry.respelled) always.add(`${entry.sourcePrefix} *`)
-              // `sudo rm -rf x`, `xargs rm`, `nohup rm …`: what actually runs is checked too.
-              const inner = wrappedCommand(entry.tokens)
-              if (inner !== undefined) {
-                patterns.add(inner.join(" "))
-                always.add(alwaysPattern(inner))
-              }
+          const { commands, redirects, unreadable }: Analysis = { commands: [], redirects: [], unreadable: [] }
+          analyze(parser, command, 0, { commands, redirects, unreadable })
+          const patterns = new Set<string>()
+          const always = new Set<string>()
+          for (const entry of commands) {
+            const name = entry.tokens[0]
+            if (name === undefined || DIRECTORY_CHANGES.has(name)) continue
+            patterns.add(entry.text)
+            if (entry.respelled) patterns.add(entry.tokens.join(" "))
+            always.add(alwaysPattern(entry.tokens))
+            if (entry.respelled) always.add(`${entry.sourcePrefix} *`)
+            // `sudo rm -rf x`, `xargs rm`, `nohup rm …`, `find -exec rm`: what actually runs is checked too.
+            for (const inner of [wrappedCommand(entry.tokens), ...findExecCommands(entry.tokens)]) {
+              if (inner === undefined) continue
+              patterns.add(inner.join(" "))
+              always.add(alwaysPattern(inner))
             }
-            const incomplete = tree.rootNode.hasError
-            const whole = command.trim()
-            if (incomplete && whole !== "") {
-              patterns.add(whole)
-              always.add(whole)
-            }
-            return { commands, redirects, patterns: [...patterns], always: [...always], incomplete } satisfies ParsedCommand
-          } finally {
-            tree.delete()
           }
+          // What could not be read is checked as a whole, so a rule still sees it.
+          for (const text of unreadable) {
+            patterns.add(text)
+            always.add(text)
+          }
+          const incomplete = unreadable.length > 0
+          return { commands, redirects, patterns: [...patterns], always: [...always], incomplete } satisfies ParsedCommand
         },
         catch: (error) => new BashParseError({ reason: String(error) })
       })

@@ -3,7 +3,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { externalDirectories, parseCommand, pathArguments, wrappedCommand } from "../../src/tools/BashParse.js"
+import {
+  externalDirectories,
+  findExecCommands,
+  innerScript,
+  parseCommand,
+  pathArguments,
+  wrappedCommand
+} from "../../src/tools/BashParse.js"
 
 /**
  * [command, bash patterns, always patterns]. Every simple command is its own pattern (its
@@ -111,6 +118,11 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["time npm test", ["time npm test", "npm test"], ["time *", "npm test *"]],
   ["nohup npm start &", ["nohup npm start", "npm start"], ["nohup *", "npm start *"]],
   ["command -v git", ["command -v git"], ["command *"]],
+  // scripts run as text are parsed too; find -exec runs its command
+  ["bash -c 'rm -rf x'", ["bash -c 'rm -rf x'", "bash -c rm -rf x", "rm -rf x"], ["bash *", "rm *"]],
+  ["eval \"echo a; rm b\"", ["eval \"echo a; rm b\"", "eval echo a; rm b", "echo a", "rm b"], ["eval *", "echo *", "rm *"]],
+  ["find . -name '*.o' -exec rm -f {} +", ["find . -name '*.o' -exec rm -f {} +", "find . -name *.o -exec rm -f {} +", "rm -f {}"], ["find *", "rm *"]],
+  ["bash script.sh", ["bash script.sh"], ["bash *"]],
   ["env", ["env"], ["env *"]]
 ]
 
@@ -177,6 +189,34 @@ describe("wrappedCommand", () => {
     expect(wrappedCommand(["sudo", "-u", "root"])).toBeUndefined()
     expect(wrappedCommand(["rm", "-rf", "x"])).toBeUndefined()
   })
+})
+
+describe("scripts inside commands", () => {
+  it("innerScript: the -c script of a shell (through wrappers), eval's words", () => {
+    expect(innerScript(["bash", "-c", "rm x"])).toBe("rm x")
+    expect(innerScript(["/bin/sh", "-ec", "ls"])).toBe("ls")
+    expect(innerScript(["sudo", "-u", "me", "zsh", "-lc", "make"])).toBe("make")
+    expect(innerScript(["eval", "rm", "-rf", "x"])).toBe("rm -rf x")
+    expect(innerScript(["bash", "script.sh"])).toBeUndefined()
+    expect(innerScript(["python", "-c", "print(1)"])).toBeUndefined()
+  })
+
+  it("findExecCommands: every -exec / -execdir / -ok command", () => {
+    expect(findExecCommands(["find", ".", "-exec", "rm", "{}", ";", "-execdir", "git", "add", "{}", "+"])).toEqual([
+      ["rm", "{}"],
+      ["git", "add", "{}"]
+    ])
+    expect(findExecCommands(["find", ".", "-name", "x"])).toEqual([])
+  })
+
+  it.effect("a nested script that cannot be read is checked as a whole; nesting stops at a depth", () =>
+    Effect.gen(function*() {
+      const broken = yield* parseCommand("sh -c 'ls &&'")
+      expect(broken.incomplete).toBe(true)
+      expect(broken.patterns).toContain("ls &&")
+      const deep = yield* parseCommand("bash -c 'bash -c \"bash -c \\\"bash -c rm\\\"\"'")
+      expect(deep.commands.length).toBe(4)
+    }))
 })
 
 describe("pathArguments", () => {

@@ -323,7 +323,10 @@ describe("bash: permissions", () => {
         "nohup rm -rf x",
         "echo x | xargs rm -rf",
         "timeout 5 rm -rf x",
-        "command rm -rf x"
+        "command rm -rf x",
+        "bash -c 'rm -rf x'",
+        "eval rm -rf x",
+        "find . -name x -exec rm -rf {} +"
       ]
       for (const command of commands) {
         const { context } = makeContext({ bash: { "*": "allow", "rm *": "deny" } })
@@ -357,8 +360,8 @@ describe("bash: permissions", () => {
           yield* Effect.sleep("5 millis")
           request = (yield* permissions.list())[0]
         }
-        expect(request).toMatchObject({ permission: "bash", patterns: [command, "sh -c echo $GREETING"] })
-        expect(request.always).toEqual(["sh *", "GREETING=hi sh *"])
+        expect(request).toMatchObject({ permission: "bash", patterns: [command, "sh -c echo $GREETING", "echo $GREETING"] })
+        expect(request.always).toEqual(["sh *", "GREETING=hi sh *", "echo *"])
         yield* permissions.reply({ requestID: request.id, reply: "always" })
         // the second, identical call is not asked again
         expect((yield* Fiber.join(running)).reason).toBe("completed")
