@@ -1,16 +1,27 @@
 /**
- * File search benchmark: glob (`**\/*.ts`) and grep (a regular expression) over a generated
- * tree of 20 000 files (nested directories, some excluded by .gitignore files), with ripgrep
- * (when `rg` is on PATH) and with the built-in walker. Prints the median of several runs.
- * Runs on the TypeScript sources, no build needed: `npx tsx scripts/bench/tools.ts`.
- * Options (env): BENCH_FILES (default 20000), BENCH_RUNS (default 5), KEEP=1 keeps the tree.
+ * Tools benchmark, printed as tables:
+ * - file search: glob (`**\/*.ts`) and grep (regular expressions) over a generated tree of 20 000
+ *   files (nested directories, some excluded by .gitignore files), with ripgrep and with the
+ *   built-in walker: the search engine alone, and the `glob` / `grep` tools as the model calls
+ *   them (engine + newest-first sort + output). ripgrep is the `rg` on PATH, else Debian's
+ *   package fetched once into a cache dir (as the tests do); both engines must agree on the counts.
+ * - bash command parsing (tree-sitter): time per command once the parser is loaded.
+ * Median and min of several runs. Runs on the TypeScript sources, no build needed:
+ * `pnpm bench:tools`. Options (env): BENCH_FILES (default 20000), BENCH_RUNS (default 5),
+ * KEEP=1 keeps the tree.
  */
+import { Agent, type MessageID, type SessionID } from "@agent/domain"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { makeInstanceInfo } from "../../packages/core/src/Instance.js"
+import { Instance, makeInstanceInfo } from "../../packages/core/src/Instance.js"
+import type * as Tool from "../../packages/core/src/Tool.js"
+import { parseCommand } from "../../packages/core/src/tools/BashParse.js"
 import * as FileSearch from "../../packages/core/src/tools/FileSearch.js"
+import * as Glob from "../../packages/core/src/tools/Glob.js"
+import * as Grep from "../../packages/core/src/tools/Grep.js"
+import { ripgrepDir, withoutRipgrep } from "../../packages/core/test/tools/ripgrep.js"
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000)
 const RUNS = Number(process.env.BENCH_RUNS ?? 5)
@@ -53,12 +64,25 @@ const time = async <A>(run: () => Promise<A>): Promise<{ ms: number; result: A }
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, result }
 }
 
-const measure = async <A>(run: () => Promise<A>, size: (result: A) => number) => {
+const measure = async <A, S>(run: () => Promise<A>, size: (result: A) => S) => {
   const warm = await time(run)
   const samples: Array<number> = []
   for (let i = 0; i < RUNS; i++) samples.push((await time(run)).ms)
   return { median: median(samples), min: Math.min(...samples), count: size(warm.result) }
 }
+
+/** A tool context that allows everything. */
+const context: Tool.ToolContext = {
+  sessionID: "ses_bench" as SessionID,
+  messageID: "msg_bench" as MessageID,
+  callID: "call_bench",
+  agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
+  abort: new AbortController().signal,
+  ask: () => Effect.void,
+  metadata: () => Effect.void
+}
+
+const firstLine = (text: string) => text.split("\n")[0]!
 
 const main = async () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-tools-"))
@@ -66,41 +90,98 @@ const main = async () => {
   generate(root, FILES)
   console.log(`generated ${FILES} files in ${root} (${Date.now() - started} ms)`)
 
-  const instance = makeInstanceInfo({ directory: root, env: process.env })
-  const engines: Array<FileSearch.Engine> = ["builtin"]
-  if (FileSearch.findRipgrep(process.env.PATH)) engines.unshift("ripgrep")
-  else console.log("rg is not on PATH: only the built-in engine is measured")
+  const rgDir = ripgrepDir()
+  console.log(`ripgrep: ${path.join(rgDir, "rg")}`)
+  const instances: Record<FileSearch.Engine, ReturnType<typeof makeInstanceInfo>> = {
+    ripgrep: makeInstanceInfo({ directory: root, env: { ...process.env, PATH: [rgDir, process.env.PATH].join(path.delimiter) } }),
+    builtin: makeInstanceInfo({ directory: root, env: { ...process.env, PATH: withoutRipgrep(process.env.PATH) } })
+  }
 
   const rows: Array<Record<string, string | number>> = []
-  for (const engine of engines) {
-    const search = FileSearch.make(instance, { engine })
+  const counts = new Map<string, Map<FileSearch.Engine, number | string>>()
+  const record = (engine: FileSearch.Engine, name: string, result: { median: number; min: number; count: number | string }) => {
+    rows.push({ engine, case: name, "median ms": result.median.toFixed(1), "min ms": result.min.toFixed(1), results: result.count })
+    counts.set(name, (counts.get(name) ?? new Map()).set(engine, result.count))
+  }
+  for (const engine of ["ripgrep", "builtin"] as const) {
+    const instance = instances[engine]
+    const search = FileSearch.make(instance)
+    if (search.engine !== engine) throw new Error(`expected the ${engine} engine, got ${search.engine}`)
     const cases: Array<[string, () => Promise<number>]> = [
-      ["glob **/*.ts (all)", () => Effect.runPromise(search.files({ cwd: root, globs: ["**/*.ts"] })).then((r) => r.files.length)],
+      ["engine: glob **/*.ts (all)", () => Effect.runPromise(search.files({ cwd: root, globs: ["**/*.ts"] })).then((r) => r.files.length)],
       [
-        "glob **/*.ts (limit 100)",
+        "engine: glob **/*.ts (limit 100)",
         () => Effect.runPromise(search.files({ cwd: root, globs: ["**/*.ts"], limit: 100 })).then((r) => r.files.length)
       ],
-      ["list all files", () => Effect.runPromise(search.files({ cwd: root })).then((r) => r.files.length)],
+      ["engine: list all files", () => Effect.runPromise(search.files({ cwd: root })).then((r) => r.files.length)],
       [
-        "grep function\\s+handle\\w+ (all)",
+        "engine: grep function\\s+handle\\w+ (all)",
         () => Effect.runPromise(search.grep({ cwd: root, pattern: "function\\s+handle\\w+" })).then((r) => r.matches.length)
       ],
       [
-        "grep TODO include *.ts",
+        "engine: grep TODO include *.ts",
         () => Effect.runPromise(search.grep({ cwd: root, pattern: "TODO", globs: ["*.ts"] })).then((r) => r.matches.length)
       ],
       [
-        "grep const (limit 1000)",
+        "engine: grep const (limit 1000)",
         () => Effect.runPromise(search.grep({ cwd: root, pattern: "const", limit: 1000 })).then((r) => r.matches.length)
       ]
     ]
-    for (const [name, run] of cases) {
-      const result = await measure(run, (count) => count)
-      rows.push({ engine, case: name, "median ms": result.median.toFixed(1), "min ms": result.min.toFixed(1), results: result.count })
-    }
+    for (const [name, run] of cases) record(engine, name, await measure(run, (count) => count))
+
+    // The tools as the model calls them: the search, the newest-first sort and the output.
+    const [glob, grep] = await Effect.runPromise(
+      Effect.all([Glob.make, Grep.make]).pipe(Effect.provideService(Instance, instance))
+    )
+    const toolCases: Array<[string, () => Promise<string>]> = [
+      ["tool: glob **/*.ts", () => Effect.runPromise(glob.execute({ pattern: "**/*.ts" }, context)).then((r) => `${r.metadata?.count}`)],
+      ["tool: glob pkg1/**/*.tsx", () => Effect.runPromise(glob.execute({ pattern: "pkg1/**/*.tsx" }, context)).then((r) => `${r.metadata?.count}`)],
+      [
+        "tool: grep function\\s+handle\\w+",
+        () => Effect.runPromise(grep.execute({ pattern: "function\\s+handle\\w+" }, context)).then((r) => firstLine(r.output))
+      ],
+      [
+        "tool: grep TODO include *.ts",
+        () => Effect.runPromise(grep.execute({ pattern: "TODO", include: "*.ts" }, context)).then((r) => firstLine(r.output))
+      ]
+    ]
+    for (const [name, run] of toolCases) record(engine, name, await measure(run, (summary) => summary))
   }
   console.table(rows)
+  // Runs cut at a limit may pick different files; everything else must match.
+  const disagreements = [...counts.entries()].filter(([name, byEngine]) =>
+    !name.includes("limit") && !name.startsWith("tool: glob **") && byEngine.get("ripgrep") !== byEngine.get("builtin")
+  )
+  for (const [name, byEngine] of disagreements) {
+    console.log(`MISMATCH ${name}: ripgrep ${byEngine.get("ripgrep")} vs built-in ${byEngine.get("builtin")}`)
+  }
+
+  // Bash command parsing: tree-sitter, once loaded.
+  await Effect.runPromise(parseCommand("true"))
+  const commands = [
+    "git status",
+    "git status && npm run build | tee log.txt",
+    "for f in *.ts; do cat \"$f\" | grep -q TODO && echo \"$f\"; done > todo.txt 2>&1",
+    Array.from({ length: 50 }, (_, i) => `echo ${i} && rm -rf build${i}`).join(" && ")
+  ]
+  const parseRows: Array<Record<string, string | number>> = []
+  for (const command of commands) {
+    const per = await measure(async () => {
+      for (let i = 0; i < 200; i++) await Effect.runPromise(parseCommand(command))
+      return 0
+    }, () => 0)
+    const patterns = (await Effect.runPromise(parseCommand(command))).patterns.length
+    parseRows.push({
+      command: command.length > 60 ? `${command.slice(0, 57)}...` : command,
+      "median ms/parse": (per.median / 200).toFixed(3),
+      "min ms/parse": (per.min / 200).toFixed(3),
+      patterns
+    })
+  }
+  console.table(parseRows)
+
   if (process.env.KEEP !== "1") fs.rmSync(root, { recursive: true, force: true })
+  if (disagreements.length > 0) process.exit(1)
 }
 
 main().catch((error) => {

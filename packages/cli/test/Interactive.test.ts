@@ -50,6 +50,44 @@ describe("agent run in a terminal", () => {
       expect(last).toContain("read it again")
     }), 120_000)
 
+  it.scopedLive("the model's questions are answered at the terminal: an option number, several numbers, or typed text", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([
+        [
+          toolCall("question", {
+            questions: [
+              {
+                question: "Which database?",
+                header: "Database",
+                options: [{ label: "SQLite", description: "one file" }, { label: "Postgres", description: "a server" }]
+              },
+              {
+                question: "Which extras?",
+                header: "Extras",
+                multiple: true,
+                options: [{ label: "Metrics", description: "Prometheus" }, { label: "Tracing", description: "OTLP" }]
+              },
+              { question: "Service name?", header: "Name", options: [{ label: "api", description: "the default" }] }
+            ]
+          })
+        ],
+        "Setting up billing on Postgres."
+      ])
+      const box = yield* project(server.url)
+      const user = yield* terminal(box, ["run", "set up the service"])
+      yield* user.waitFor(/Which database\?\n\s*1\. SQLite - one file\n\s*2\. Postgres - a server\n> /)
+      yield* user.type("2\r")
+      yield* user.waitFor(/Which extras\?[\s\S]*?> /)
+      yield* user.type("1, 2\r")
+      yield* user.waitFor(/Service name\?[\s\S]*?> /)
+      yield* user.type("billing\r")
+      yield* user.waitFor(/Setting up billing on Postgres\./)
+      expect(yield* user.exited).toBe(0)
+      expect(JSON.stringify(server.requests[1]!.messages)).toContain(
+        'User has answered your questions: \\"Which database?\\"=\\"Postgres\\", \\"Which extras?\\"=\\"Metrics, Tracing\\", \\"Service name?\\"=\\"billing\\"'
+      )
+    }), 60_000)
+
   it.scopedLive("a plain reject stops the run with exit code 3; Ctrl-D at the prompt ends the session", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "rm -rf build", description: "Clean" })], "never"])

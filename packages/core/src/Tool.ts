@@ -106,13 +106,39 @@ export const jsonSchemaOf = (tool: Tool): Record<string, unknown> => {
   return schema
 }
 
+const EXPECTED = /^Expected (.+), actual (.+)$/s
+
+/**
+ * The issues worth telling, one per field. A union reports every member it tried: an optional
+ * field with a bad value fails both its schema and `undefined` ("Expected undefined" adds
+ * nothing), and a choice of literals fails each literal, which reads better as one list.
+ */
+const meaningfulIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>) => {
+  const byPath = new Map<string, Array<ParseResult.ArrayFormatterIssue>>()
+  for (const issue of issues) {
+    const key = JSON.stringify(issue.path)
+    byPath.set(key, [...(byPath.get(key) ?? []), issue])
+  }
+  return [...byPath.values()].flatMap((group) => {
+    const kept = group.length > 1 ? group.filter((issue) => !issue.message.startsWith("Expected undefined, actual")) : group
+    const parsed = kept.map((issue) => EXPECTED.exec(issue.message))
+    const actual = parsed[0]?.[2]
+    if (kept.length > 1 && parsed.every((match) => match !== null && match[2] === actual)) {
+      const expected = parsed.map((match) => match![1]!)
+      const list = `${expected.slice(0, -1).join(", ")} or ${expected.at(-1)}`
+      return [{ ...kept[0]!, message: `Expected ${list}, actual ${actual}` }]
+    }
+    return kept
+  })
+}
+
 /** Decodes the model's arguments, or explains what is wrong in words the model can act on. */
 export const decodeInput = <Params>(tool: Tool<Params>, input: unknown): Effect.Effect<Params, ToolInputError> =>
   Schema.decodeUnknown(tool.parameters, { errors: "all", onExcessProperty: "ignore" })(input).pipe(
     Effect.mapError((error) =>
       new ToolInputError({
         tool: tool.id,
-        detail: ParseResult.ArrayFormatter.formatErrorSync(error)
+        detail: meaningfulIssues(ParseResult.ArrayFormatter.formatErrorSync(error))
           .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
           .join("; ")
       })

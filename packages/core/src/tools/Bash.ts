@@ -35,7 +35,8 @@ const Parameters = Schema.Struct({
   timeout: Schema.optional(
     Schema.Number.pipe(Schema.int(), Schema.positive(), Schema.lessThanOrEqualTo(MAX_TIMEOUT_MS)).annotations({
       description: `Optional timeout in milliseconds (max ${MAX_TIMEOUT_MS})`,
-      message: () => `expected a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`
+      // One message for every way the number can be wrong (not a whole number, not positive, too large).
+      message: () => ({ message: `expected a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`, override: true })
     })
   ),
   workdir: Schema.optional(
@@ -253,7 +254,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = E
         if (!stat.isDirectory()) return yield* fail(`The working directory ${workdir} is not a directory.`)
 
         const parsed = yield* parseCommand(params.command).pipe(Effect.mapError((error) => fail(error.message)))
-        const directories = yield* Effect.sync(() => externalDirectories(parsed.commands, { instance, workdir }))
+        const directories = yield* Effect.sync(() => externalDirectories(parsed.commands, { instance, workdir, redirects: parsed.redirects }))
         if (directories.length > 0) {
           yield* ctx.ask({
             permission: "external_directory",

@@ -11,6 +11,13 @@ import { isInsideProject, realPath } from "./ExternalDirectory.js"
  * Splits a shell command into the simple commands it runs, so every one of them is checked
  * against the `bash` rules on its own: a denied `rm` hidden in `ls && rm -rf x`, in a pipe,
  * a subshell, `$( )`, backticks or a loop body is still seen.
+ *
+ * A command's pattern is its source text, as in OpenCode. Where that text is not the command
+ * as it runs (`FOO=1 rm -rf x`, `\rm -rf x`, `"rm" -rf x`, a line continuation), the words
+ * as the command receives them are a second pattern, and a command run through a wrapper
+ * (`sudo`, `env`, `nohup`, `xargs`, `timeout`, …) adds the command it runs, so `rm *: deny` is
+ * dodged neither by spelling nor by a wrapper (and an allow must cover every form). Scripts run
+ * as text (`bash -c '…'`, `eval …`) are parsed in turn, and `find -exec cmd` adds `cmd`.
  */
 
 /** One simple command of a script. */
@@ -19,18 +26,31 @@ export interface BashCommand {
   readonly text: string
   /** The command name and its arguments as words, quotes and escapes removed. */
   readonly tokens: ReadonlyArray<string>
+  /**
+   * The source text of the command up to the end of its arity prefix (`FOO=1 npm test` for
+   * `FOO=1 npm test --watch`), for an "always" pattern that covers the source-text pattern.
+   */
+  readonly sourcePrefix: string
+  /** The command's own source text differs from its words joined by spaces. */
+  readonly respelled: boolean
 }
 
 export interface ParsedCommand {
-  /** Every simple command, in source order, including `cd` and friends. */
+  /**
+   * Every simple command, in source order, including `cd` and friends, then the commands of the
+   * scripts it runs as text (`bash -c '…'`, `eval …`).
+   */
   readonly commands: ReadonlyArray<BashCommand>
+  /** The files the script redirects output to or input from (`> out.txt`, `< in.txt`), as the shell sees them. */
+  readonly redirects: ReadonlyArray<string>
   /** `bash` permission patterns, de-duplicated, in source order. */
   readonly patterns: ReadonlyArray<string>
   /** The matching "always allow" patterns (`git status *`), de-duplicated. */
   readonly always: ReadonlyArray<string>
   /**
-   * tree-sitter could not make sense of part of the input. The whole command is then added
-   * as one more pattern (and as its own exact "always" entry), so a rule still sees it.
+   * tree-sitter could not make sense of part of the input (or of a script it runs). That whole
+   * script is then added as one more pattern (and as its own exact "always" entry), so a rule
+   * still sees it.
    */
   readonly incomplete: boolean
 }
@@ -40,6 +60,70 @@ export class BashParseError extends Data.TaggedError("BashParseError")<{ readonl
   override get message() {
     return `Could not parse the shell command: ${this.reason}`
   }
+}
+
+/**
+ * Commands that run another command given in their arguments, with the options whose value is
+ * the next word, and how many plain words come before the command (`timeout 5s cmd`).
+ */
+const WRAPPERS: ReadonlyMap<string, { readonly valued: ReadonlySet<string>; readonly leading?: number }> = new Map([
+  ["command", { valued: new Set<string>() }],
+  ["builtin", { valued: new Set<string>() }],
+  ["exec", { valued: new Set(["-a"]) }],
+  ["nohup", { valued: new Set<string>() }],
+  ["time", { valued: new Set(["-f", "-o"]) }],
+  ["nice", { valued: new Set(["-n"]) }],
+  ["ionice", { valued: new Set(["-c", "-n", "-p"]) }],
+  ["setsid", { valued: new Set<string>() }],
+  ["stdbuf", { valued: new Set(["-i", "-o", "-e"]) }],
+  ["timeout", { valued: new Set(["-k", "-s"]), leading: 1 }],
+  ["env", { valued: new Set(["-u", "-C", "-S"]) }],
+  ["sudo", { valued: new Set(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"]) }],
+  ["doas", { valued: new Set(["-u", "-C"]) }],
+  ["xargs", { valued: new Set(["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s"]) }]
+])
+
+/**
+ * The command a wrapper runs (`rm -rf x` for `sudo -u root nohup rm -rf x`), unwrapped as far
+ * as it goes; undefined when `tokens` is not a wrapper with a command.
+ */
+export const wrappedCommand = (tokens: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
+  let current = tokens
+  let unwrapped: ReadonlyArray<string> | undefined
+  for (let depth = 0; depth < 8; depth++) {
+    const wrapper = current[0] === undefined ? undefined : WRAPPERS.get(current[0])
+    if (wrapper === undefined) break
+    let index = 1
+    let leading = wrapper.leading ?? 0
+    while (index < current.length) {
+      const word = current[index]!
+      if (word === "--") {
+        index++
+        break
+      }
+      // `command -v git` only looks the command up.
+      if (current[0] === "command" && (word === "-v" || word === "-V")) return unwrapped
+      if (word.startsWith("-") && word.length > 1) {
+        // `-n 10` takes the next word; `-n10` and `--name=value` carry their value.
+        index += wrapper.valued.has(word) ? 2 : 1
+        continue
+      }
+      if (current[0] === "env" && /^[A-Za-z_][A-Za-z0-9_]*=/.test(word)) {
+        index++
+        continue
+      }
+      if (leading > 0) {
+        leading--
+        index++
+        continue
+      }
+      break
+    }
+    if (index >= current.length) break
+    current = current.slice(index)
+    unwrapped = current
+  }
+  return unwrapped
 }
 
 /** Changing directory is not an action a rule should have to allow. */
@@ -115,17 +199,21 @@ const valueOf = (node: Node): string => {
   }
 }
 
-const tokensOf = (node: Node): Array<string> => {
+/** The nodes of a command's words (name, then arguments) with their values. */
+const wordsOf = (node: Node): Array<{ readonly node: Node; readonly value: string }> => {
   if (node.type === "command") {
     const name = node.childForFieldName("name")
     if (name === null) return []
     const args = node.childrenForFieldName("argument").filter((child): child is Node => child !== null)
-    return [valueOf(name), ...args.map(valueOf)]
+    return [name, ...args].map((word) => ({ node: word, value: valueOf(word) }))
   }
   // declaration_command / unset_command: the keyword, then each operand as written.
   const keyword = node.child(0)
-  const operands = node.namedChildren.filter((child): child is Node => child !== null).map(valueOf)
-  return keyword === null ? operands : [keyword.text, ...operands]
+  const operands = node.namedChildren.filter((child): child is Node => child !== null)
+  return [
+    ...(keyword === null ? [] : [{ node: keyword, value: keyword.text }]),
+    ...operands.map((operand) => ({ node: operand, value: valueOf(operand) }))
+  ]
 }
 
 /**
@@ -148,16 +236,99 @@ const patternTextOf = (node: Node, source: string): string => {
   return source.slice(node.startIndex, end)
 }
 
-const collect = (node: Node, source: string, into: Array<BashCommand>): void => {
+const commandOf = (node: Node, source: string): BashCommand => {
+  const words = wordsOf(node)
+  const tokens = words.map((word) => word.value)
+  const prefixWords = BashArity.prefix(tokens).length
+  const lastPrefixWord = words[Math.max(prefixWords, 1) - 1]
+  return {
+    text: patternTextOf(node, source),
+    tokens,
+    sourcePrefix: lastPrefixWord ? source.slice(node.startIndex, lastPrefixWord.node.endIndex) : node.text,
+    respelled: tokens.length > 0 && node.text !== tokens.join(" ")
+  }
+}
+
+/** The file of a redirect; none for a descriptor copy (`2>&1`, `<&-`). */
+const redirectTarget = (node: Node): string | undefined => {
+  const destination = node.childForFieldName("destination")
+  if (destination === null || destination.isMissing) return undefined
+  const operator = node.children.find((child) => child !== null && !child.isNamed)?.type
+  const value = valueOf(destination)
+  if ((operator === ">&" || operator === "<&") && /^(\d+-?|-)$/.test(value)) return undefined
+  return value
+}
+
+interface Collected {
+  readonly commands: Array<BashCommand>
+  readonly redirects: Array<string>
+}
+
+const collect = (node: Node, source: string, into: Collected): void => {
   // A command the parser only invented to repair broken input (`ls &&`) has no text.
-  if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") {
-    into.push({ text: patternTextOf(node, source), tokens: tokensOf(node) })
+  if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") into.commands.push(commandOf(node, source))
+  if (node.type === "file_redirect") {
+    const target = redirectTarget(node)
+    if (target !== undefined && target !== "") into.redirects.push(target)
   }
   for (const child of node.namedChildren) if (child !== null) collect(child, source, into)
 }
 
 /** The always-allow pattern of a command: its arity prefix and anything after it. */
 export const alwaysPattern = (tokens: ReadonlyArray<string>): string => `${BashArity.prefix(tokens).join(" ")} *`
+
+/** Shells whose `-c` argument is a script of its own. */
+const SHELLS: ReadonlySet<string> = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash"])
+/** Scripts inside scripts (`bash -c "eval '…'"`) are followed this deep. */
+const MAX_NESTING = 3
+
+/** The script a command runs as text: `bash -c '<script>'`, `eval <words>` (through wrappers too). */
+export const innerScript = (tokens: ReadonlyArray<string>): string | undefined => {
+  const command = wrappedCommand(tokens) ?? tokens
+  const [name, ...args] = command
+  if (name === "eval") return args.length > 0 ? args.join(" ") : undefined
+  if (name === undefined || !SHELLS.has(path.basename(name))) return undefined
+  const flag = args.findIndex((arg) => /^-[A-Za-z]*c[A-Za-z]*$/.test(arg))
+  return flag === -1 ? undefined : args[flag + 1]
+}
+
+/** The commands `find … -exec cmd {} ;` (and `-execdir`, `-ok`, `-okdir`) runs. */
+export const findExecCommands = (tokens: ReadonlyArray<string>): Array<ReadonlyArray<string>> => {
+  const command = wrappedCommand(tokens) ?? tokens
+  if (command[0] === undefined || path.basename(command[0]) !== "find") return []
+  const found: Array<ReadonlyArray<string>> = []
+  for (let index = 1; index < command.length; index++) {
+    if (!["-exec", "-execdir", "-ok", "-okdir"].includes(command[index]!)) continue
+    const end = command.findIndex((word, at) => at > index && (word === ";" || word === "+"))
+    const words = command.slice(index + 1, end === -1 ? command.length : end)
+    if (words.length > 0) found.push(words)
+    index = end === -1 ? command.length : end
+  }
+  return found
+}
+
+interface Analysis extends Collected {
+  /** Parts of the input tree-sitter could not read (the outer script, or a nested one, whole). */
+  readonly unreadable: Array<string>
+}
+
+/** Collects the commands of `source`, and of every script it runs (`bash -c`, `eval`). */
+const analyze = (parser: Parser, source: string, depth: number, into: Analysis): void => {
+  const tree = parser.parse(source)
+  if (tree === null) throw new Error("the parser returned no tree")
+  try {
+    const first = into.commands.length
+    collect(tree.rootNode, source, into)
+    if (tree.rootNode.hasError && source.trim() !== "") into.unreadable.push(source.trim())
+    if (depth >= MAX_NESTING) return
+    for (const entry of into.commands.slice(first)) {
+      const script = innerScript(entry.tokens)
+      if (script !== undefined && script.trim() !== "") analyze(parser, script, depth + 1, into)
+    }
+  } finally {
+    tree.delete()
+  }
+}
 
 /** Parses `command` into the simple commands it runs and the permission patterns they need. */
 export const parseCommand = (command: string): Effect.Effect<ParsedCommand, BashParseError> =>
@@ -168,29 +339,31 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
     Effect.flatMap((parser) =>
       Effect.try({
         try: () => {
-          const tree = parser.parse(command)
-          if (tree === null) throw new Error("the parser returned no tree")
-          try {
-            const commands: Array<BashCommand> = []
-            collect(tree.rootNode, command, commands)
-            const patterns = new Set<string>()
-            const always = new Set<string>()
-            for (const entry of commands) {
-              const name = entry.tokens[0]
-              if (name === undefined || DIRECTORY_CHANGES.has(name)) continue
-              patterns.add(entry.text)
-              always.add(alwaysPattern(entry.tokens))
+          const { commands, redirects, unreadable }: Analysis = { commands: [], redirects: [], unreadable: [] }
+          analyze(parser, command, 0, { commands, redirects, unreadable })
+          const patterns = new Set<string>()
+          const always = new Set<string>()
+          for (const entry of commands) {
+            const name = entry.tokens[0]
+            if (name === undefined || DIRECTORY_CHANGES.has(name)) continue
+            patterns.add(entry.text)
+            if (entry.respelled) patterns.add(entry.tokens.join(" "))
+            always.add(alwaysPattern(entry.tokens))
+            if (entry.respelled) always.add(`${entry.sourcePrefix} *`)
+            // `sudo rm -rf x`, `xargs rm`, `nohup rm …`, `find -exec rm`: what actually runs is checked too.
+            for (const inner of [wrappedCommand(entry.tokens), ...findExecCommands(entry.tokens)]) {
+              if (inner === undefined) continue
+              patterns.add(inner.join(" "))
+              always.add(alwaysPattern(inner))
             }
-            const incomplete = tree.rootNode.hasError
-            const whole = command.trim()
-            if (incomplete && whole !== "") {
-              patterns.add(whole)
-              always.add(whole)
-            }
-            return { commands, patterns: [...patterns], always: [...always], incomplete } satisfies ParsedCommand
-          } finally {
-            tree.delete()
           }
+          // What could not be read is checked as a whole, so a rule still sees it.
+          for (const text of unreadable) {
+            patterns.add(text)
+            always.add(text)
+          }
+          const incomplete = unreadable.length > 0
+          return { commands, redirects, patterns: [...patterns], always: [...always], incomplete } satisfies ParsedCommand
         },
         catch: (error) => new BashParseError({ reason: String(error) })
       })
@@ -262,24 +435,33 @@ const globOf = (target: string): string => {
   return path.join(isDirectory(real) ? real : path.dirname(real), "*")
 }
 
+/** Redirecting to these reaches no file of anybody's. */
+const STREAM_DEVICES: ReadonlySet<string> = new Set(["/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"])
+const isStreamDevice = (file: string) => STREAM_DEVICES.has(file) || /^\/dev\/fd\/\d+$/.test(file)
+
 /**
  * The `external_directory` patterns a script needs: the working directory when it lies outside
- * the project, and every path argument of a file command that does. Relative paths are taken
- * from `workdir`; symlinks are followed, so a link inside the project that points out counts
- * as outside.
+ * the project, every path argument of a file command that does, and every file it redirects to
+ * or from that does (`> ../elsewhere/out.txt`; `/dev/null` and the standard streams are not
+ * files). Relative paths are taken from `workdir`; symlinks are followed, so a link inside the
+ * project that points out counts as outside.
  */
 export const externalDirectories = (
   commands: ReadonlyArray<BashCommand>,
-  options: { readonly instance: InstanceInfo; readonly workdir: string }
+  options: { readonly instance: InstanceInfo; readonly workdir: string; readonly redirects?: ReadonlyArray<string> }
 ): Array<string> => {
   const { instance, workdir } = options
   const globs = new Set<string>()
+  const check = (arg: string) => {
+    const absolute = path.resolve(workdir, expandPath(arg, instance))
+    if (!isStreamDevice(absolute) && !isInsideProject(instance, absolute)) globs.add(globOf(absolute))
+  }
   if (!isInsideProject(instance, workdir)) globs.add(globOf(workdir))
   for (const command of commands) {
-    for (const arg of pathArguments(command.tokens)) {
-      const absolute = path.resolve(workdir, expandPath(arg, instance))
-      if (!isInsideProject(instance, absolute)) globs.add(globOf(absolute))
-    }
+    for (const arg of pathArguments(command.tokens)) check(arg)
+    // `sudo rm /etc/x`: the wrapped command's paths count too.
+    for (const arg of pathArguments(wrappedCommand(command.tokens) ?? [])) check(arg)
   }
+  for (const target of options.redirects ?? []) check(target)
   return [...globs]
 }

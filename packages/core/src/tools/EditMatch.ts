@@ -3,8 +3,8 @@ import { Either } from "effect"
 /**
  * Where an `oldString` sits in a file. Models rarely copy a passage byte for byte (indentation,
  * stray whitespace, over-escaped quotes), so the match is tried with strategies of increasing
- * tolerance, in OpenCode's order; the first strategy that finds anything decides. Pure: works on
- * text whose line endings are already `\n`.
+ * tolerance, in OpenCode's order (see `replace` for which one decides). Pure: works on text
+ * whose line endings are already `\n`.
  */
 
 /** A matched passage: `content.slice(start, end)`. */
@@ -277,8 +277,9 @@ export const contextAware: Strategy = {
 }
 
 /**
- * Every exact occurrence. It accepts nothing `exact` does not, so in the cascade it never gets to
- * decide; it is kept so the order mirrors OpenCode's and `replaceAll` has an explicit last resort.
+ * Every exact occurrence, without overlaps. It accepts nothing `exact` does not, so in the
+ * cascade it never gets to decide (as in OpenCode, where it is last too); it is kept so the order
+ * mirrors OpenCode's and `replaceAll` has an explicit last resort.
  */
 export const multiOccurrence: Strategy = {
   name: "multi-occurrence",
@@ -326,10 +327,11 @@ export interface LocateOptions {
 const isLineAligned = (content: string, range: Range) =>
   (range.start === 0 || content[range.start - 1] === "\n") && (range.end === content.length || content[range.end] === "\n")
 
-/** Runs the cascade; the first strategy with at least one (admissible) match decides. */
-export const locate = (content: string, find: string, options: LocateOptions = {}): Located | undefined => {
-  if (find.length === 0) return undefined
+/** Every strategy's distinct (admissible) matches, in cascade order; strategies without any are left out. */
+const candidates = (content: string, find: string, options: LocateOptions = {}): Array<Located> => {
+  if (find.length === 0) return []
   const from = options.from ?? 0
+  const found: Array<Located> = []
   for (const strategy of strategies) {
     const seen = new Set<string>()
     const ranges = strategy
@@ -342,10 +344,14 @@ export const locate = (content: string, find: string, options: LocateOptions = {
         return true
       })
       .sort((a, b) => a.start - b.start || a.end - b.end)
-    if (ranges.length > 0) return { strategy: strategy.name, ranges }
+    if (ranges.length > 0) found.push({ strategy: strategy.name, ranges })
   }
-  return undefined
+  return found
 }
+
+/** Runs the cascade; the first strategy with at least one (admissible) match decides. */
+export const locate = (content: string, find: string, options: LocateOptions = {}): Located | undefined =>
+  candidates(content, find, options)[0]
 
 export type ReplaceFailure =
   | { readonly _tag: "Identical" }
@@ -357,6 +363,16 @@ export interface Replaced {
   readonly strategy: StrategyName
   /** How many passages were replaced. */
   readonly count: number
+}
+
+/**
+ * The strategy found one place, and the text there occurs nowhere else in the file (overlaps
+ * counted): "aa" in "aaa" is ambiguous even where a strategy counts one place.
+ */
+const isUnique = (content: string, located: Located): boolean => {
+  if (located.ranges.length !== 1) return false
+  const text = content.slice(located.ranges[0]!.start, located.ranges[0]!.end)
+  return content.indexOf(text) === content.lastIndexOf(text)
 }
 
 /** Non-overlapping ranges, earliest first. */
@@ -381,8 +397,13 @@ const adjustReplacement = (strategy: StrategyName, oldString: string, newString:
 }
 
 /**
- * Replaces `oldString` with `newString` in `content` (all three with `\n` line endings). Without
- * `replaceAll` the deciding strategy must find exactly one place.
+ * Replaces `oldString` with `newString` in `content` (all three with `\n` line endings).
+ *
+ * With `replaceAll`, the first strategy that finds anything decides and every place it found is
+ * replaced. Without it, the first strategy that finds exactly one place decides, as in OpenCode:
+ * a strategy that finds several places passes to the next one, and a stricter one further down
+ * (indentation-flexible after line-trimmed) can still single one out. When strategies found
+ * places but none found exactly one, the match is ambiguous.
  */
 export const replace = (
   content: string,
@@ -391,10 +412,11 @@ export const replace = (
   replaceAll = false
 ): Either.Either<Replaced, ReplaceFailure> => {
   if (oldString === newString) return Either.left({ _tag: "Identical" })
-  const located = locate(content, oldString)
-  if (located === undefined) return Either.left({ _tag: "NotFound" })
-  if (!replaceAll && located.ranges.length > 1) {
-    return Either.left({ _tag: "MultipleMatches", strategy: located.strategy, count: located.ranges.length })
+  const found = candidates(content, oldString)
+  if (found.length === 0) return Either.left({ _tag: "NotFound" })
+  const located = replaceAll ? found[0]! : found.find((candidate) => isUnique(content, candidate))
+  if (located === undefined) {
+    return Either.left({ _tag: "MultipleMatches", strategy: found[0]!.strategy, count: found[0]!.ranges.length })
   }
   const replacement = adjustReplacement(located.strategy, oldString, newString)
   const ranges = disjoint(located.ranges)

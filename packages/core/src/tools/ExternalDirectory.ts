@@ -4,19 +4,37 @@ import * as path from "node:path"
 import type { InstanceInfo } from "../Instance.js"
 import type { ToolContext } from "../Tool.js"
 
+/** Links followed by hand before giving up (the kernel's own limit is 40). */
+const MAX_LINKS = 40
+
+/** The target of `file` when it is a symlink, else undefined. */
+const linkTarget = (file: string): string | undefined => {
+  try {
+    return fs.readlinkSync(file)
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * The real location of `target`: symlinks resolved, for a path that does not exist yet the
  * nearest existing ancestor resolved and the rest appended. A link inside the project that
- * points outside it is therefore seen as outside.
+ * points outside it is therefore seen as outside, also when what it points to does not exist
+ * yet (writing through such a link creates the file where it points).
  */
-export const realPath = (target: string): string => {
-  const absolute = path.resolve(target)
+export const realPath = (target: string): string => resolveReal(path.resolve(target), 0)
+
+const resolveReal = (absolute: string, links: number): string => {
   let existing = absolute
   const rest: Array<string> = []
   for (;;) {
     try {
-      return path.join(fs.realpathSync.native(existing), ...rest.reverse())
+      return path.join(fs.realpathSync.native(existing), ...[...rest].reverse())
     } catch {
+      const link = links < MAX_LINKS ? linkTarget(existing) : undefined
+      if (link !== undefined) {
+        return resolveReal(path.join(path.resolve(path.dirname(existing), link), ...[...rest].reverse()), links + 1)
+      }
       const parent = path.dirname(existing)
       if (parent === existing) return absolute
       rest.push(path.basename(existing))

@@ -14,7 +14,8 @@ const Option = Schema.Struct({
 const Question = Schema.Struct({
   question: Schema.String.annotations({ description: "The full question" }),
   header: Schema.String.pipe(Schema.maxLength(30)).annotations({
-    description: "A very short label for the question (at most 30 characters)"
+    description: "A very short label for the question (at most 30 characters)",
+    message: () => ({ message: "expected a label of at most 30 characters", override: true })
   }),
   options: Schema.Array(Option).annotations({ description: "The choices offered" }),
   multiple: Schema.optional(Schema.Boolean.annotations({ description: "Allow picking more than one choice" })),
@@ -24,7 +25,11 @@ const Question = Schema.Struct({
 })
 
 const Parameters = Schema.Struct({
-  questions: Schema.Array(Question).pipe(Schema.minItems(1)).annotations({ description: "The questions to ask" })
+  questions: Schema.Array(Question).pipe(Schema.minItems(1)).annotations({
+    description: "The questions to ask",
+    // Without `override`, a bad question inside the list keeps its own message.
+    message: () => "expected at least one question"
+  })
 })
 
 /**

@@ -42,12 +42,14 @@ const Parameters = Schema.Struct({
   }),
   offset: Schema.optional(
     Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)).annotations({
-      description: "Line number to start from, counting from 1 (0 is the same as 1)"
+      description: "Line number to start from, counting from 1 (0 is the same as 1)",
+      message: () => ({ message: "expected a line number: a whole number, 1 or more (0 counts as 1)", override: true })
     })
   ),
   limit: Schema.optional(
     Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)).annotations({
-      description: `Maximum number of lines to show (default ${DEFAULT_LIMIT})`
+      description: `Maximum number of lines to show (default ${DEFAULT_LIMIT})`,
+      message: () => ({ message: "expected a whole number of lines, 0 or more (0 means the default)", override: true })
     })
   )
 })

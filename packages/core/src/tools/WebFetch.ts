@@ -33,7 +33,8 @@ const Parameters = Schema.Struct({
   ),
   timeout: Schema.optional(
     Schema.Number.pipe(Schema.positive()).annotations({
-      description: `Timeout in seconds (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${MAX_TIMEOUT_SECONDS})`
+      description: `Timeout in seconds (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${MAX_TIMEOUT_SECONDS})`,
+      message: () => ({ message: `expected a number of seconds greater than 0 (at most ${MAX_TIMEOUT_SECONDS} are used)`, override: true })
     })
   )
 })

@@ -3,7 +3,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { externalDirectories, parseCommand, pathArguments } from "../../src/tools/BashParse.js"
+import {
+  externalDirectories,
+  findExecCommands,
+  innerScript,
+  parseCommand,
+  pathArguments,
+  wrappedCommand
+} from "../../src/tools/BashParse.js"
 
 /**
  * [command, bash patterns, always patterns]. Every simple command is its own pattern (its
@@ -12,6 +19,11 @@ import { externalDirectories, parseCommand, pathArguments } from "../../src/tool
  * Decisions recorded here:
  * - An environment prefix stays in the pattern (`FOO=1 npm test`, the command node's text, as
  *   OpenCode does) but not in the tokens, so "always" is `npm test *`.
+ * - Where the source text is not the command's words joined by spaces (an environment prefix,
+ *   quotes, escapes, a line continuation, doubled spaces), the words are a second pattern: a
+ *   deny such as `rm *` or `git push --force *` then sees `X=1 rm`, `\rm`, `"rm"` and
+ *   `git push "--force"`, and an allow must cover both. "always" then also gets the source
+ *   text's own prefix (`X=1 rm *`), so answering "always" covers the source pattern too.
  * - `cd`, `chdir`, `pushd`, `popd` add no pattern.
  * - `export`/`declare`/`local`/`unset` are patterns like any command; a bare assignment `x=1`
  *   and test expressions `[[ … ]]` / `[ … ]` are not commands and add nothing.
@@ -24,21 +36,21 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["ls", ["ls"], ["ls *"]],
   ["ls -la src", ["ls -la src"], ["ls *"]],
   ["git status -s", ["git status -s"], ["git status *"]],
-  ["git  status", ["git  status"], ["git status *"]],
+  ["git  status", ["git  status", "git status"], ["git status *", "git  status *"]],
   ["npm run build", ["npm run build"], ["npm run build *"]],
   ["npm install --save-dev vitest", ["npm install --save-dev vitest"], ["npm install *"]],
   ["docker compose up -d", ["docker compose up -d"], ["docker compose up *"]],
   ["kubectl rollout status deploy/web", ["kubectl rollout status deploy/web"], ["kubectl rollout status *"]],
   ["gh pr view 12", ["gh pr view 12"], ["gh pr view *"]],
   ["make", ["make"], ["make *"]],
-  ["sudo rm -rf /", ["sudo rm -rf /"], ["sudo *"]],
+  ["sudo rm -rf /", ["sudo rm -rf /", "rm -rf /"], ["sudo *", "rm *"]],
   ["./scripts/build.sh --fast", ["./scripts/build.sh --fast"], ["./scripts/build.sh *"]],
   // pipes and lists
   ["cat a | grep b", ["cat a", "grep b"], ["cat *", "grep *"]],
   ["ls && rm -rf / && echo ok", ["ls", "rm -rf /", "echo ok"], ["ls *", "rm *", "echo *"]],
   ["make; make test", ["make", "make test"], ["make *", "make test *"]],
   ["test -f x || touch x", ["test -f x", "touch x"], ["test *", "touch *"]],
-  ["grep -r \"TODO\" . | wc -l", ["grep -r \"TODO\" .", "wc -l"], ["grep *", "wc *"]],
+  ["grep -r \"TODO\" . | wc -l", ["grep -r \"TODO\" .", "grep -r TODO .", "wc -l"], ["grep *", "wc *"]],
   ["ls && ls", ["ls"], ["ls *"]],
   ["ls &\necho done", ["ls", "echo done"], ["ls *", "echo *"]],
   // subshells and substitutions
@@ -59,25 +71,29 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["cat <<EOF\n$(rm -rf x)\nEOF", ["cat <<EOF\n$(rm -rf x)\nEOF", "rm -rf x"], ["cat *", "rm *"]],
   ["cat <<'EOF'\n$(rm -rf x)\nEOF", ["cat <<'EOF'\n$(rm -rf x)\nEOF"], ["cat *"]],
   // quoting and escapes
-  ["echo \"a && b\"", ["echo \"a && b\""], ["echo *"]],
-  ["echo 'rm -rf /; ls'", ["echo 'rm -rf /; ls'"], ["echo *"]],
-  ["git commit -m \"fix: a && b\" && git push", ["git commit -m \"fix: a && b\"", "git push"], ["git commit *", "git push *"]],
-  ["echo a\\;b", ["echo a\\;b"], ["echo *"]],
-  ["\"./my script.sh\" arg", ["\"./my script.sh\" arg"], ["./my script.sh *"]],
-  ["python -c 'print(1)'", ["python -c 'print(1)'"], ["python -c *"]],
+  ["echo \"a && b\"", ["echo \"a && b\"", "echo a && b"], ["echo *"]],
+  ["echo 'rm -rf /; ls'", ["echo 'rm -rf /; ls'", "echo rm -rf /; ls"], ["echo *"]],
+  [
+    "git commit -m \"fix: a && b\" && git push",
+    ["git commit -m \"fix: a && b\"", "git commit -m fix: a && b", "git push"],
+    ["git commit *", "git push *"]
+  ],
+  ["echo a\\;b", ["echo a\\;b", "echo a;b"], ["echo *"]],
+  ["\"./my script.sh\" arg", ["\"./my script.sh\" arg", "./my script.sh arg"], ["./my script.sh *", "\"./my script.sh\" *"]],
+  ["python -c 'print(1)'", ["python -c 'print(1)'", "python -c print(1)"], ["python -c *"]],
   // multi-line
   ["npm ci\nnpm test", ["npm ci", "npm test"], ["npm ci *", "npm test *"]],
-  ["npm run build \\\n  --prod", ["npm run build \\\n  --prod"], ["npm run build *"]],
+  ["npm run build \\\n  --prod", ["npm run build \\\n  --prod", "npm run build --prod"], ["npm run build *"]],
   // control flow and functions
   ["if [ -f x ]; then rm x; else echo missing; fi", ["rm x", "echo missing"], ["rm *", "echo *"]],
-  ["for f in *.ts; do cat \"$f\"; done", ["cat \"$f\""], ["cat *"]],
+  ["for f in *.ts; do cat \"$f\"; done", ["cat \"$f\"", "cat $f"], ["cat *"]],
   ["while true; do sleep 1; done", ["true", "sleep 1"], ["true *", "sleep *"]],
   ["f() { rm -rf tmp; }; f", ["rm -rf tmp", "f"], ["rm *", "f *"]],
   ["case $x in a) rm a;; esac", ["rm a"], ["rm *"]],
   ["! grep -q foo file", ["grep -q foo file"], ["grep *"]],
   ["[[ -f x ]] && echo yes", ["echo yes"], ["echo *"]],
   // environment and builtins
-  ["FOO=1 npm test", ["FOO=1 npm test"], ["npm test *"]],
+  ["FOO=1 npm test", ["FOO=1 npm test", "npm test"], ["npm test *", "FOO=1 npm test *"]],
   ["export NODE_ENV=production && npm start", ["export NODE_ENV=production", "npm start"], ["export *", "npm start *"]],
   ["x=1", [], []],
   // directory changes add nothing
@@ -85,7 +101,29 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["pushd src && ls && popd", ["ls"], ["ls *"]],
   ["cd /", [], []],
   // unicode
-  ["echo \"héllo wörld 😀\" | tr a-z A-Z", ["echo \"héllo wörld 😀\"", "tr a-z A-Z"], ["echo *", "tr *"]]
+  ["echo \"héllo wörld 😀\" | tr a-z A-Z", ["echo \"héllo wörld 😀\"", "echo héllo wörld 😀", "tr a-z A-Z"], ["echo *", "tr *"]],
+  // spellings that must not dodge a rule: the words as the command receives them are a pattern too
+  ["X=1 rm -rf /", ["X=1 rm -rf /", "rm -rf /"], ["rm *", "X=1 rm *"]],
+  ["\\rm -rf build", ["\\rm -rf build", "rm -rf build"], ["rm *", "\\rm *"]],
+  ["\"rm\" -rf build", ["\"rm\" -rf build", "rm -rf build"], ["rm *", "\"rm\" *"]],
+  ["ls && 'rm' -rf build", ["ls", "'rm' -rf build", "rm -rf build"], ["ls *", "rm *", "'rm' *"]],
+  ["git push \"--force\" origin main", ["git push \"--force\" origin main", "git push --force origin main"], ["git push *"]],
+  ["git push -\\f", ["git push -\\f", "git push -f"], ["git push *"]],
+  // wrappers: the command they run is a pattern too
+  ["sudo -u root nohup rm -rf x", ["sudo -u root nohup rm -rf x", "rm -rf x"], ["sudo *", "rm *"]],
+  ["env -i PATH=/bin rm -rf x", ["env -i PATH=/bin rm -rf x", "rm -rf x"], ["env *", "rm *"]],
+  ["timeout -s KILL 5s git push", ["timeout -s KILL 5s git push", "git push"], ["timeout *", "git push *"]],
+  ["nice -n 10 make", ["nice -n 10 make", "make"], ["nice *", "make *"]],
+  ["ls | xargs -0 -n 1 rm -f", ["ls", "xargs -0 -n 1 rm -f", "rm -f"], ["ls *", "xargs *", "rm *"]],
+  ["time npm test", ["time npm test", "npm test"], ["time *", "npm test *"]],
+  ["nohup npm start &", ["nohup npm start", "npm start"], ["nohup *", "npm start *"]],
+  ["command -v git", ["command -v git"], ["command *"]],
+  // scripts run as text are parsed too; find -exec runs its command
+  ["bash -c 'rm -rf x'", ["bash -c 'rm -rf x'", "bash -c rm -rf x", "rm -rf x"], ["bash *", "rm *"]],
+  ["eval \"echo a; rm b\"", ["eval \"echo a; rm b\"", "eval echo a; rm b", "echo a", "rm b"], ["eval *", "echo *", "rm *"]],
+  ["find . -name '*.o' -exec rm -f {} +", ["find . -name '*.o' -exec rm -f {} +", "find . -name *.o -exec rm -f {} +", "rm -f {}"], ["find *", "rm *"]],
+  ["bash script.sh", ["bash script.sh"], ["bash *"]],
+  ["env", ["env"], ["env *"]]
 ]
 
 describe("parseCommand: patterns and always-prefixes", () => {
@@ -128,13 +166,56 @@ describe("parseCommand: tokens", () => {
       // the parser's repairs (a missing command after `&&`) are not patterns
       expect((yield* parseCommand("ls &&")).patterns).toEqual(["ls", "ls &&"])
     }))
+})
 
-  it.effect("is fast once loaded", () =>
+describe("parseCommand: redirects", () => {
+  it.effect("lists the files redirected to or from, anywhere in the script, without descriptor copies", () =>
     Effect.gen(function*() {
-      yield* parseCommand("true")
-      const started = performance.now()
-      for (let i = 0; i < 200; i++) yield* parseCommand("git status && npm run build | tee log.txt")
-      expect((performance.now() - started) / 200).toBeLessThan(5)
+      const parsed = yield* parseCommand(
+        "cat < in.txt > \"out file.txt\" 2>&1 && { ls; } >> log && (echo $(date > stamp)) 2> err && echo >&2 && cat <&0 && echo <<EOF\nhi\nEOF"
+      )
+      expect(parsed.redirects).toEqual(["in.txt", "out file.txt", "log", "stamp", "err"])
+    }))
+})
+
+describe("wrappedCommand", () => {
+  it("finds the command a wrapper runs, past its options, through nested wrappers", () => {
+    expect(wrappedCommand(["sudo", "-u", "root", "-E", "rm", "-rf", "/"])).toEqual(["rm", "-rf", "/"])
+    expect(wrappedCommand(["sudo", "--", "rm", "x"])).toEqual(["rm", "x"])
+    expect(wrappedCommand(["env", "A=1", "B=2", "nice", "-n5", "make"])).toEqual(["make"])
+    expect(wrappedCommand(["timeout", "5s", "sleep", "10"])).toEqual(["sleep", "10"])
+    expect(wrappedCommand(["xargs", "-I", "{}", "cp", "{}", "dst"])).toEqual(["cp", "{}", "dst"])
+    expect(wrappedCommand(["command", "-v", "git"])).toBeUndefined()
+    expect(wrappedCommand(["sudo", "-u", "root"])).toBeUndefined()
+    expect(wrappedCommand(["rm", "-rf", "x"])).toBeUndefined()
+  })
+})
+
+describe("scripts inside commands", () => {
+  it("innerScript: the -c script of a shell (through wrappers), eval's words", () => {
+    expect(innerScript(["bash", "-c", "rm x"])).toBe("rm x")
+    expect(innerScript(["/bin/sh", "-ec", "ls"])).toBe("ls")
+    expect(innerScript(["sudo", "-u", "me", "zsh", "-lc", "make"])).toBe("make")
+    expect(innerScript(["eval", "rm", "-rf", "x"])).toBe("rm -rf x")
+    expect(innerScript(["bash", "script.sh"])).toBeUndefined()
+    expect(innerScript(["python", "-c", "print(1)"])).toBeUndefined()
+  })
+
+  it("findExecCommands: every -exec / -execdir / -ok command", () => {
+    expect(findExecCommands(["find", ".", "-exec", "rm", "{}", ";", "-execdir", "git", "add", "{}", "+"])).toEqual([
+      ["rm", "{}"],
+      ["git", "add", "{}"]
+    ])
+    expect(findExecCommands(["find", ".", "-name", "x"])).toEqual([])
+  })
+
+  it.effect("a nested script that cannot be read is checked as a whole; nesting stops at a depth", () =>
+    Effect.gen(function*() {
+      const broken = yield* parseCommand("sh -c 'ls &&'")
+      expect(broken.incomplete).toBe(true)
+      expect(broken.patterns).toContain("ls &&")
+      const deep = yield* parseCommand("bash -c 'bash -c \"bash -c \\\"bash -c rm\\\"\"'")
+      expect(deep.commands.length).toBe(4)
     }))
 })
 
@@ -162,7 +243,8 @@ describe("external directories", () => {
     fs.symlinkSync(box.path("outside"), box.path("project/link"))
     fs.mkdirSync(box.path("project/src"), { recursive: true })
     const scan = (command: string, workdir = box.instance.directory) =>
-      Effect.map(parseCommand(command), (parsed) => externalDirectories(parsed.commands, { instance: box.instance, workdir }))
+      Effect.map(parseCommand(command), (parsed) =>
+        externalDirectories(parsed.commands, { instance: box.instance, workdir, redirects: parsed.redirects }))
     return { box, scan }
   })
   const real = (target: string) => fs.realpathSync(target)
@@ -172,6 +254,9 @@ describe("external directories", () => {
       const { scan } = yield* setup
       expect(yield* scan("rm /etc/passwd")).toEqual([path.join(real("/etc"), "*")])
       expect(yield* scan("ls && rm -rf /etc/passwd && echo ok")).toEqual([path.join(real("/etc"), "*")])
+      // through a wrapper too
+      expect(yield* scan("sudo -u root rm /etc/passwd")).toEqual([path.join(real("/etc"), "*")])
+      expect(yield* scan("nohup cp a /etc/x &")).toEqual([path.join(real("/etc"), "*")])
     }))
 
   it.scoped("a directory argument asks for the directory itself", () =>
@@ -220,6 +305,19 @@ describe("external directories", () => {
         path.join(real("/etc"), "*"),
         path.join(box.path("outside"), "*")
       ])
+    }))
+
+  it.scoped("files redirected to or from outside the project are asked for; /dev/null and descriptor copies are not", () =>
+    Effect.gen(function*() {
+      const { box, scan } = yield* setup
+      const outside = path.join(box.path("outside"), "*")
+      expect(yield* scan("echo x > ../outside/new.txt")).toEqual([outside])
+      expect(yield* scan("sort < ../outside/file > sorted.txt")).toEqual([outside])
+      expect(yield* scan("{ echo a; echo b; } >> link/log")).toEqual([outside])
+      expect(yield* scan("make 2> ~/build.log")).toEqual([path.join(box.instance.home, "*")])
+      expect(yield* scan("exec 3> \"../outside/fd out\"")).toEqual([outside])
+      expect(yield* scan("ls && echo done &>> ../outside/all.log")).toEqual([outside])
+      expect(yield* scan("ls > /dev/null 2>&1 && echo x >&2 && cat < /dev/stdin > out.txt 2> /dev/fd/2")).toEqual([])
     }))
 
   it.scoped("a workdir outside the project is asked for, and relative paths start from it", () =>

@@ -5,6 +5,7 @@ import { Context, Effect, Fiber, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ConfigService } from "../../src/ConfigService.js"
+import { PermissionService } from "../../src/PermissionService.js"
 import { Instance } from "../../src/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
@@ -151,8 +152,13 @@ describe("bash: running commands", () => {
       expect(Object.keys(schema.properties)).toEqual(["command", "timeout", "workdir", "description"])
       expect(schema.required).toEqual(["command", "description"])
       expect(schema.properties.timeout).toMatchObject({ type: "integer", exclusiveMinimum: 0, maximum: 600_000 })
-      const tooLong = yield* Effect.flip(ToolModule.decodeInput(tool, { command: "ls", description: "Lists", timeout: 600_001 }))
-      expect(tooLong.message).toContain("from 1 to 600000")
+      for (const timeout of [600_001, 0, -5, 1.5, "5000"]) {
+        const bad = yield* Effect.flip(ToolModule.decodeInput(tool, { command: "ls", description: "Lists", timeout }))
+        expect(bad.message).toBe(
+          "The bash tool was called with invalid arguments: timeout: expected a whole number of milliseconds from 1 to 600000.\n" +
+            "Please rewrite the input so it satisfies the expected schema."
+        )
+      }
       const fine = yield* ToolModule.decodeInput(tool, { command: "ls", description: "Lists", timeout: 600_000 })
       expect(fine).toMatchObject({ timeout: 600_000 })
     }))
@@ -171,16 +177,21 @@ describe("bash: running commands", () => {
 describe("bash: live output", () => {
   it.scopedLive("metadata updates carry the output while the command runs", () =>
     Effect.gen(function*() {
-      const { tool } = yield* setup()
+      const { box, tool } = yield* setup()
       const { context, updates } = makeContext()
-      const result = yield* run(tool, { command: "for i in 1 2 3 4; do echo \"tick $i\"; sleep 0.3; done" }, context)
-      const ended = Date.now()
-      const midway = updates.find((update) => String(update.metadata.output).includes("tick 1"))
-      expect(midway).toBeDefined()
-      expect(String(midway!.metadata.output)).not.toContain("tick 4")
-      expect(midway!.metadata.description).toBe("Runs a test command")
-      expect(ended - midway!.at).toBeGreaterThan(500)
-      expect(result.output).toBe("tick 1\ntick 2\ntick 3\ntick 4\n")
+      // The command waits for a file that the test creates only once it has seen the first line
+      // in a live update: without live updates it would run into its timeout.
+      const go = box.path("project/go")
+      const fiber = yield* Effect.fork(run(tool, {
+        command: `echo "tick 1"; while [ ! -f "${go}" ]; do sleep 0.02; done; echo "tick 2"`,
+        timeout: 60_000
+      }, context))
+      expect(yield* until(() => latestOutput(updates).includes("tick 1"), 30_000)).toBe(true)
+      const midway = updates.at(-1)!
+      expect(midway.metadata).toEqual({ output: "tick 1\n", description: "Runs a test command" })
+      fs.writeFileSync(go, "")
+      const result = yield* Fiber.join(fiber)
+      expect(result.output).toBe("tick 1\ntick 2\n")
     }))
 
   it.scopedLive("a burst of output is coalesced into updates at most every ~100 ms", () =>
@@ -215,11 +226,13 @@ describe("bash: stopping commands", () => {
 
   it.scopedLive("the default timeout comes from AGENT_BASH_DEFAULT_TIMEOUT_MS", () =>
     Effect.gen(function*() {
+      // unset (or not a positive whole number): 120 s, as the tool tells the model
+      const plain = yield* setup({ env: { AGENT_BASH_DEFAULT_TIMEOUT_MS: "soon" } })
+      expect(Bash.defaultTimeout(plain.box.instance)).toBe(120_000)
+      expect(plain.tool.description).toContain("default 120000")
       const { tool } = yield* setup({ env: { AGENT_BASH_DEFAULT_TIMEOUT_MS: "300" } })
       expect(tool.description).toContain("default 300")
-      const started = Date.now()
       const result = yield* run(tool, { command: "echo \"pid $$\"; sleep 20" }, makeContext().context)
-      expect(Date.now() - started).toBeLessThan(3_000)
       expect(result.output).toContain("exceeded the timeout of 300 ms")
       for (const pid of pidsIn(result.output)) expect(isGone(pid)).toBe(true)
     }))
@@ -231,10 +244,8 @@ describe("bash: stopping commands", () => {
       const fiber = yield* Effect.fork(run(tool, { command: "sleep 30 & echo \"pid $!\"; echo \"pid $$\"; wait" }, context))
       expect(yield* until(() => pidsIn(latestOutput(updates)).length === 2)).toBe(true)
       const pids = pidsIn(latestOutput(updates))
-      const aborted = Date.now()
       controller.abort()
       const result = yield* Fiber.join(fiber)
-      expect(Date.now() - aborted).toBeLessThan(2_000)
       for (const pid of pids) expect(isGone(pid)).toBe(true)
       expect(result.output).toMatch(/<shell_metadata>\nThe user aborted the command/)
       expect(result.output).not.toContain("timeout")
@@ -297,6 +308,70 @@ describe("bash: permissions", () => {
       expect(fs.existsSync(box.path("project/marker"))).toBe(false)
       expect(asks.map((ask) => ask.permission)).toEqual(["bash"])
     }))
+
+  it.scopedLive("a deny is not dodged by spelling (an environment prefix, quotes, a backslash) or a wrapper", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.mkdirSync(box.path("project/x"))
+      const commands = [
+        "X=1 rm -rf x",
+        "\\rm -rf x",
+        "'rm' -rf x",
+        "ls && r\"m\" -rf x",
+        "env -i; \"rm\" -r\\f x",
+        "env A=1 rm -rf x",
+        "nohup rm -rf x",
+        "echo x | xargs rm -rf",
+        "timeout 5 rm -rf x",
+        "command rm -rf x",
+        "bash -c 'rm -rf x'",
+        "eval rm -rf x",
+        "find . -name x -exec rm -rf {} +"
+      ]
+      for (const command of commands) {
+        const { context } = makeContext({ bash: { "*": "allow", "rm *": "deny" } })
+        const error = yield* Effect.flip(run(tool, { command }, context))
+        expect(error, command).toBeInstanceOf(DeniedError)
+        expect(fs.existsSync(box.path("project/x")), command).toBe(true)
+      }
+      const { context } = makeContext({ bash: { "*": "allow", "git push --force *": "deny" } })
+      const error = yield* Effect.flip(run(tool, { command: "git push \"--force\" origin main" }, context))
+      expect(error).toMatchObject({ _tag: "DeniedError", pattern: "git push --force origin main" })
+    }))
+
+  it.scopedLive("answering always for an env-prefixed command covers it next time", () =>
+    Effect.gen(function*() {
+      const command = "GREETING=hi sh -c 'echo $GREETING'"
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("bash", { command, description: "Greets" })],
+        [ScriptedModel.toolCall("bash", { command, description: "Greets again" })],
+        "Greeted twice."
+      ])
+      const runtime = yield* TestRuntime.make({ model, files: { "project/agent.json": { permission: { bash: "ask" } } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const permissions = yield* PermissionService
+        const session = yield* store.create({ title: "always" })
+        const running = yield* Effect.fork(
+          (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "greet twice" }] })
+        )
+        let request = (yield* permissions.list())[0]
+        while (request === undefined) {
+          yield* Effect.sleep("5 millis")
+          request = (yield* permissions.list())[0]
+        }
+        expect(request).toMatchObject({ permission: "bash", patterns: [command, "sh -c echo $GREETING", "echo $GREETING"] })
+        expect(request.always).toEqual(["sh *", "GREETING=hi sh *", "echo *"])
+        yield* permissions.reply({ requestID: request.id, reply: "always" })
+        // the second, identical call is not asked again
+        expect((yield* Fiber.join(running)).reason).toBe("completed")
+        const outputs = (yield* store.messages(session.id))
+          .flatMap((message) => message.parts)
+          .filter((part): part is ToolPart => part.type === "tool")
+          .map((part) => (part.state.status === "completed" ? part.state.output : part.state.status))
+        expect(outputs).toEqual(["hi\n", "hi\n"])
+      }).pipe(Effect.provide(runtime.layer))
+    }), 30_000)
 
   it.scopedLive("a denied external directory stops before bash is asked", () =>
     Effect.gen(function*() {

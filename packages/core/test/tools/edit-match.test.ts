@@ -77,7 +77,24 @@ describe("EditMatch cascade", () => {
     expect(located.ranges.map((range) => matched(content, range))).toEqual(["a  =  1\nb\t=\t2"])
   })
 
-  it("indentation-flexible: equal once the common indentation is removed (a subset of line-trimmed, so never decisive)", () => {
+  it("indentation-flexible: singles out the block whose relative indentation matches when line-trimmed finds several", () => {
+    const content = "function a() {\n  if (ok) {\n    run()\n  }\n}\nfunction b() {\n  if (ok) {\n  run()\n  }\n}\n"
+    const find = "if (ok) {\n  run()\n}"
+    // line-trimmed (and every strategy before indentation-flexible that finds anything) sees both blocks
+    expect(EditMatch.lineTrimmed.find(content, find)).toHaveLength(2)
+    expect(EditMatch.exact.find(content, find)).toEqual([])
+    const found = EditMatch.indentationFlexible.find(content, find)
+    expect(found.map((range) => matched(content, range))).toEqual(["  if (ok) {\n    run()\n  }"])
+    expect(EditMatch.replace(content, find, "if (ok) {\n  go()\n}")).toEqual(
+      Either.right({
+        content: "function a() {\nif (ok) {\n  go()\n}\n}\nfunction b() {\n  if (ok) {\n  run()\n  }\n}\n",
+        strategy: "indentation-flexible",
+        count: 1
+      })
+    )
+  })
+
+  it("indentation-flexible: equal once the common indentation is removed (a subset of line-trimmed)", () => {
     const content = "class A {\n  if (a) {\n    b()\n  }\n}\n"
     const find = "if (a) {\n  b()\n}"
     const found = EditMatch.indentationFlexible.find(content, find)
@@ -143,9 +160,24 @@ describe("EditMatch.replace", () => {
     expect(EditMatch.replace("aaa", "aa", "b")).toMatchObject(Either.left({ _tag: "MultipleMatches" }))
   })
 
-  it("the first strategy with a match decides, even if a later one would be unique", () => {
+  it("places found by every strategy alike stay ambiguous; the error names the first strategy's count", () => {
     const content = "  foo()\n    foo()\n"
-    expect(EditMatch.replace(content, "foo()", "bar()")).toMatchObject(Either.left({ _tag: "MultipleMatches", strategy: "exact" }))
+    expect(EditMatch.replace(content, "foo()", "bar()")).toEqual(Either.left({ _tag: "MultipleMatches", strategy: "exact", count: 2 }))
+  })
+
+  it("an ambiguous exact match passes to the next strategy, which may single out one place (as in OpenCode)", () => {
+    // "x = 1" occurs twice, but only once as a whole line
+    const content = "const max = 1\n  x = 1\n"
+    expect(EditMatch.exact.find(content, "x = 1")).toHaveLength(2)
+    expect(EditMatch.replace(content, "x = 1", "x = 2")).toEqual(
+      Either.right({ content: "const max = 1\nx = 2\n", strategy: "line-trimmed", count: 1 })
+    )
+  })
+
+  it("a strategy's single place whose text occurs elsewhere too is still ambiguous", () => {
+    // multi-occurrence counts one (non-overlapping) "aa" in "aaa", but the text sits at 0 and at 1
+    expect(EditMatch.multiOccurrence.find("aaa", "aa")).toHaveLength(1)
+    expect(EditMatch.replace("aaa", "aa", "b")).toMatchObject(Either.left({ _tag: "MultipleMatches" }))
   })
 
   it("replaceAll replaces every match", () => {

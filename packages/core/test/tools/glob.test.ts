@@ -12,8 +12,8 @@ import type * as Tool from "../../src/Tool.js"
 import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as FileSearch from "../../src/tools/FileSearch.js"
 import * as Glob from "../../src/tools/Glob.js"
-
-const hasRg = FileSearch.findRipgrep(process.env.PATH) !== undefined
+import * as List from "../../src/tools/List.js"
+import { withoutRipgrep, withRipgrep } from "./ripgrep.js"
 
 /** A tool context whose `ask` records requests and denies the listed permissions. */
 const makeContext = (deny: ReadonlyArray<string> = []) => TestToolContext.make({ deny })
@@ -168,12 +168,13 @@ describe("FileSearch", () => {
       expect(error.message).toMatch(/No such file or directory: .*nope/)
     }))
 
-  it.scopedLive.skipIf(!hasRg)("ripgrep and the built-in walker list the same files (needs rg on PATH)", () =>
+  it.scopedLive("ripgrep and the built-in walker list the same files", () =>
     Effect.gen(function*() {
-      const box = yield* TestInstance.sandbox()
+      const box = yield* TestInstance.sandbox({ env: { PATH: withRipgrep(process.env.PATH) } })
       const root = box.path("project")
       generateTree(root, 600)
       const rg = FileSearch.make(box.instance, { engine: "ripgrep" })
+      expect(rg.engine).toBe("ripgrep")
       const builtin = FileSearch.make(box.instance, { engine: "builtin" })
       const globSets: ReadonlyArray<ReadonlyArray<string>> = [
         [],
@@ -303,5 +304,46 @@ describe("glob tool", () => {
         const results = model.calls[1]!.prompt.filter((entry) => entry.role === "tool").flatMap((entry) => entry.content)
         expect(JSON.stringify(results)).toContain("src/app/main.ts")
       }).pipe(Effect.provide(runtime.layer))
+    }))
+})
+
+describe("glob and list tools with and without ripgrep", () => {
+  it.scopedLive("ripgrep is used when it is on PATH, the built-in walker otherwise, and the output is the same", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox({ env: { PATH: withRipgrep(process.env.PATH) } })
+      const withRg = box.instance
+      const withoutRg = { ...withRg, env: { ...withRg.env, PATH: withoutRipgrep(process.env.PATH) } }
+      expect(FileSearch.make(withRg).engine).toBe("ripgrep")
+      expect(FileSearch.make(withoutRg).engine).toBe("builtin")
+      const root = box.path("project")
+      generateTree(root, 80)
+      const tools = (instance: typeof withRg) =>
+        Effect.all([Glob.make, List.make]).pipe(Effect.provideService(Instance, instance))
+      const [globRg, listRg] = yield* tools(withRg)
+      const [globBuiltin, listBuiltin] = yield* tools(withoutRg)
+
+      const compare = (rg: Tool.AnyTool, builtin: Tool.AnyTool, params: Record<string, unknown>) =>
+        Effect.gen(function*() {
+          const expected = yield* rg.execute(params, makeContext().context)
+          const actual = yield* builtin.execute(params, makeContext().context)
+          expect({ params, output: actual.output }).toEqual({ params, output: expected.output })
+          // below the limit, so both list everything and the comparison covers the whole answer
+          expect(expected.metadata?.truncated, JSON.stringify(params)).toBe(false)
+          expect(expected.metadata?.count, JSON.stringify(params)).toBeGreaterThan(0)
+        })
+      for (
+        const params of [
+          { pattern: "**/*.ts" },
+          { pattern: "*.log" },
+          { pattern: "*.{md,json}" },
+          { pattern: "*", path: "src" },
+          { pattern: "**/gen/*.ts" },
+          { pattern: "*.ts", path: "nested" },
+          { pattern: "*", path: "space dir" }
+        ]
+      ) yield* compare(globRg, globBuiltin, params)
+      for (const params of [{ path: "src" }, { path: "src", ignore: ["*.md", "lib/"] }, { path: "nested" }, { path: "docs" }]) {
+        yield* compare(listRg, listBuiltin, params)
+      }
     }))
 })

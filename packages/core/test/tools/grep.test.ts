@@ -12,8 +12,7 @@ import type * as Tool from "../../src/Tool.js"
 import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as FileSearch from "../../src/tools/FileSearch.js"
 import * as Grep from "../../src/tools/Grep.js"
-
-const hasRg = FileSearch.findRipgrep(process.env.PATH) !== undefined
+import { withoutRipgrep, withRipgrep } from "./ripgrep.js"
 
 const makeContext = (deny: ReadonlyArray<string> = []) => TestToolContext.make({ deny })
 
@@ -85,12 +84,13 @@ describe("FileSearch.grep", () => {
       expect(error._tag).toBe("InvalidPattern")
     }))
 
-  it.scopedLive.skipIf(!hasRg)("ripgrep and the built-in search find the same lines (needs rg on PATH)", () =>
+  it.scopedLive("ripgrep and the built-in search find the same lines", () =>
     Effect.gen(function*() {
-      const box = yield* TestInstance.sandbox()
+      const box = yield* TestInstance.sandbox({ env: { PATH: withRipgrep(process.env.PATH) } })
       const root = box.path("project")
       generateTree(root)
       const rg = FileSearch.make(box.instance, { engine: "ripgrep" })
+      expect(rg.engine).toBe("ripgrep")
       const builtin = FileSearch.make(box.instance, { engine: "builtin" })
       const cases: ReadonlyArray<{ pattern: string; globs?: ReadonlyArray<string> }> = [
         { pattern: "TODO" },
@@ -243,5 +243,36 @@ describe("grep tool", () => {
           output: `Found 1 matches\n${runtime.box.path("project/src/server.ts")}:\n  Line 2: http.createServer()`
         })
       }).pipe(Effect.provide(runtime.layer))
+    }))
+})
+
+describe("grep tool with and without ripgrep", () => {
+  it.scopedLive("ripgrep is used when it is on PATH, the built-in search otherwise, and the output is the same", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox({ env: { PATH: withRipgrep(process.env.PATH) } })
+      const withRg = box.instance
+      const withoutRg = { ...withRg, env: { ...withRg.env, PATH: withoutRipgrep(process.env.PATH) } }
+      expect(FileSearch.make(withRg).engine).toBe("ripgrep")
+      expect(FileSearch.make(withoutRg).engine).toBe("builtin")
+      const root = box.path("project")
+      generateTree(root, 120)
+      const rg = yield* Effect.provideService(Grep.make, Instance, withRg)
+      const builtin = yield* Effect.provideService(Grep.make, Instance, withoutRg)
+      const queries: ReadonlyArray<Record<string, string>> = [
+        { pattern: "^export function \\w+\\(" },
+        { pattern: "Error: .*\\(code \\d+\\)$" },
+        { pattern: "TODO", include: "*.md" },
+        { pattern: "TODO", include: "*.{ts,js}", path: "src" },
+        { pattern: "TODO", path: "keep.txt" },
+        { pattern: "(?i)todo: (hidden|windows|kept)" }
+      ]
+      for (const params of queries) {
+        const expected = yield* rg.execute(params, makeContext().context)
+        const actual = yield* builtin.execute(params, makeContext().context)
+        expect({ params, output: actual.output }).toEqual({ params, output: expected.output })
+        // below the limit, so both show every match and the comparison covers the whole answer
+        expect(expected.metadata?.truncated, JSON.stringify(params)).toBe(false)
+        expect(expected.metadata?.matches, JSON.stringify(params)).toBeGreaterThan(0)
+      }
     }))
 })

@@ -183,8 +183,13 @@ describe("question tool", () => {
       })
       const long = { ...questions[0]!, header: "x".repeat(31) }
       const error = yield* Effect.flip(Tool.decodeInput(tool, { questions: [long] }))
-      expect(error.message).toMatch(/questions\.0\.header/)
-      expect((yield* Effect.flip(Tool.decodeInput(tool, { questions: [] })))._tag).toBe("ToolInputError")
+      expect(error.message).toContain("questions.0.header: expected a label of at most 30 characters.")
+      const empty = yield* Effect.flip(Tool.decodeInput(tool, { questions: [] }))
+      expect(empty._tag).toBe("ToolInputError")
+      expect(empty.message).toContain("questions: expected at least one question.")
+      // a bad question inside the list keeps its own message
+      const missing = yield* Effect.flip(Tool.decodeInput(tool, { questions: [{ question: "Which?", options: [] }] }))
+      expect(missing.message).toContain("questions.0.header: is missing")
       const ok = yield* Tool.decodeInput(tool, { questions: [{ ...questions[0]!, header: "x".repeat(30) }] })
       expect(ok).toBeDefined()
     }))

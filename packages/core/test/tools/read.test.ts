@@ -2,10 +2,10 @@ import { readDeps } from "./deps.js"
 import { DeniedError, type PermissionConfig, type ToolPart } from "@agent/domain"
 import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Fiber } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Permission from "../../src/Permission.js"
+import { PermissionService } from "../../src/PermissionService.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
@@ -82,6 +82,17 @@ describe("read: text files", () => {
       const { tool } = yield* setup()
       const exit = yield* Effect.exit(run(tool, { filePath: "x", offset: -1 }, makeContext().context))
       expect(failureOf(exit)).toBeInstanceOf(Tool.ToolInputError)
+      // one issue per problem, without the noise of the optional field's `undefined` branch
+      expect(failureOf(exit).message).toBe(
+        "The read tool was called with invalid arguments: offset: expected a line number: a whole number, 1 or more (0 counts as 1).\n" +
+          "Please rewrite the input so it satisfies the expected schema."
+      )
+      const fraction = yield* Effect.exit(run(tool, { filePath: "x", offset: 1.5, limit: "ten" }, makeContext().context))
+      expect(failureOf(fraction).message).toBe(
+        "The read tool was called with invalid arguments: offset: expected a line number: a whole number, 1 or more (0 counts as 1); " +
+          "limit: expected a whole number of lines, 0 or more (0 means the default).\n" +
+          "Please rewrite the input so it satisfies the expected schema."
+      )
     }))
 
   it.scopedLive("counts the lines of a long file without showing them (and without a trailing newline)", () =>
@@ -92,6 +103,19 @@ describe("read: text files", () => {
       expect(result.output).toContain("10: line 10\n\n(Showing lines 1-10 of 100000. Use offset=11 to continue.)")
       const last = yield* run(tool, { filePath: "big.txt", offset: 100_000 }, makeContext().context)
       expect(last.output).toContain("100000: line 100000\n\n(End of file - total 100000 lines)")
+    }))
+
+  it.scopedLive("without a limit it shows 2000 lines and says where to continue", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      box.write("project/long.txt", numbered(2500))
+      const result = yield* run(tool, { filePath: "long.txt" }, makeContext().context)
+      expect(result.output).toContain("<content>\n1: line 1\n")
+      expect(result.output).toContain("\n2000: line 2000\n\n(Showing lines 1-2000 of 2500. Use offset=2001 to continue.)\n</content>")
+      expect(result.output).not.toContain("2001: ")
+      const rest = yield* run(tool, { filePath: "long.txt", offset: 2001 }, makeContext().context)
+      expect(rest.output).toContain("<content>\n2001: line 2001\n")
+      expect(rest.output).toContain("2500: line 2500\n\n(End of file - total 2500 lines)")
     }))
 
   it.scopedLive("lines longer than 2000 characters are cut", () =>
@@ -213,7 +237,7 @@ describe("read: directories, binaries, images, missing files", () => {
 })
 
 describe("read: permissions", () => {
-  it.scopedLive(".env files ask read with their worktree-relative path, which the default rules turn into an ask", () =>
+  it.scopedLive(".env files ask read with their worktree-relative path; a deny rule on them fails the call", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
       box.write("project/app/.env", "SECRET=1\n")
@@ -225,13 +249,57 @@ describe("read: permissions", () => {
         ["read", ["app/.env"], ["*"]],
         ["read", ["app/.env.example"], ["*"]]
       ])
-      const defaults = Permission.fromConfig({ read: { "*": "allow", "*.env": "ask", "*.env.*": "ask", "*.env.example": "allow" } })
-      expect(Permission.evaluate("read", asks[0]!.patterns[0]!, defaults).action).toBe("ask")
-      expect(Permission.evaluate("read", asks[1]!.patterns[0]!, defaults).action).toBe("allow")
-
       const denied = makeContext({ "*": "allow", read: { "*.env": "deny" } })
       const exit = yield* Effect.exit(run(tool, { filePath: "app/.env" }, denied.context))
       expect(failureOf(exit)).toBeInstanceOf(DeniedError)
+    }))
+
+  it.scopedLive("with the built-in default rules, reading .env (at any depth) waits for the user; .env.example does not", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("read", { filePath: "config/.env.example" })],
+        [ScriptedModel.toolCall("read", { filePath: "config/.env" })],
+        [ScriptedModel.toolCall("read", { filePath: ".env.production" })],
+        "Done."
+      ])
+      // No permission config at all: the runtime's own defaults decide.
+      const runtime = yield* TestRuntime.make({
+        model,
+        files: { "project/config/.env": "SECRET=1\n", "project/config/.env.example": "SECRET=\n", "project/.env.production": "P=1\n" }
+      })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const permissions = yield* PermissionService
+        const session = yield* store.create({ title: "env" })
+        const running = yield* Effect.fork(
+          (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "show the settings" }] })
+        )
+        const pending = (pattern: string) =>
+          Effect.gen(function*() {
+            for (;;) {
+              const request = (yield* permissions.list()).find((candidate) => candidate.patterns.includes(pattern))
+              if (request) return request
+              yield* Effect.sleep("5 millis")
+            }
+          })
+        const env = yield* pending("config/.env")
+        expect(env).toMatchObject({ permission: "read", patterns: ["config/.env"], always: ["*"] })
+        // the example was read without asking anybody
+        expect(model.calls).toHaveLength(2)
+        yield* permissions.reply({ requestID: env.id, reply: "once" })
+        const production = yield* pending(".env.production")
+        expect(production.permission).toBe("read")
+        yield* permissions.reply({ requestID: production.id, reply: "once" })
+        expect((yield* Fiber.join(running)).reason).toBe("completed")
+        const outputs = (yield* store.messages(session.id))
+          .flatMap((message) => message.parts)
+          .filter((part): part is ToolPart => part.type === "tool")
+          .map((part) => (part.state.status === "completed" ? part.state.output : part.state.status))
+        expect(outputs).toHaveLength(3)
+        expect(outputs[0]).toContain("1: SECRET=")
+        expect(outputs[1]).toContain("1: SECRET=1")
+        expect(outputs[2]).toContain("1: P=1")
+      }).pipe(Effect.provide(runtime.layer))
     }))
 
   it.scopedLive("path traversal out of the project asks external_directory before anything else", () =>

@@ -69,6 +69,28 @@ describe("todowrite / todoread", () => {
       })
     ))
 
+  it.scopedLive("each session has its own list, kept in the database file across a restart of the runtime", () =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), fileDatabase: true })
+      const next = [{ content: "Ship it", status: "in_progress", priority: "high" }] as const
+      // First run: two sessions, two lists.
+      const [first, second] = yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const write = yield* Todo.makeWrite
+        const a = yield* store.create({ title: "a" })
+        const b = yield* store.create({ title: "b" })
+        yield* write.execute({ todos: plan }, makeContext(a.id).context)
+        yield* write.execute({ todos: next }, makeContext(b.id).context)
+        return [a.id, b.id] as const
+      }).pipe(Effect.provide(runtime.layer))
+      // A new runtime on the same database file (the layer is built again).
+      yield* Effect.gen(function*() {
+        const read = yield* Todo.makeRead
+        expect(JSON.parse((yield* read.execute({}, makeContext(first).context)).output)).toEqual(plan)
+        expect(JSON.parse((yield* read.execute({}, makeContext(second).context)).output)).toEqual(next)
+      }).pipe(Effect.provide(runtime.layer))
+    }))
+
   it.scopedLive("a denied todowrite changes nothing", () =>
     withStore(({ store, sessionID }) =>
       Effect.gen(function*() {
