@@ -1044,7 +1044,7 @@ function make() {
         }) =>
           Effect.suspend(() => {
             // What the step leaves behind is cleaned up when it ends, in reverse order, as a scope
-            // would do; a scope and its finalizers cost more per step than the rest of the step's set-up.
+            // would do (a scope's finalizers each diff and restore the fiber's services).
             const atEnd: Array<(exit: Exit.Exit<unknown, unknown>) => Effect.Effect<void>> = []
             return Effect.gen(function*() {
               const { agent, message, model } = input
