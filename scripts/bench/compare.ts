@@ -164,7 +164,9 @@ const measure = (who: "agent" | "opencode", scenario: Scenario, home: string) =>
       OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
       OPENCODE_DISABLE_SHARE: "1",
       OPENCODE_DISABLE_CLAUDE_CODE: "1",
-      OPENCODE_DISABLE_EXTERNAL_SKILLS: "1"
+      OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+      // COMPARE_AGENT_ENV='{"AGENT_NO_COMPILE_CACHE":"1"}' sets variables for our side (A/B runs).
+      ...(who === "agent" && process.env.COMPARE_AGENT_ENV ? JSON.parse(process.env.COMPARE_AGENT_ENV) as Record<string, string> : {})
     }
     // COMPARE_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles our side.
     const nodeArgs = (process.env.COMPARE_AGENT_NODE_ARGS ?? "").split(" ").filter(Boolean)
