@@ -13,7 +13,8 @@ import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as FileSearch from "../../src/tools/FileSearch.js"
 import * as Glob from "../../src/tools/Glob.js"
 import * as List from "../../src/tools/List.js"
-import { withoutRipgrep, withRipgrep } from "./ripgrep.js"
+import { sandboxWithAndWithoutRipgrep } from "./engines.js"
+import { withRipgrep } from "./ripgrep.js"
 
 /** A tool context whose `ask` records requests and denies the listed permissions. */
 const makeContext = (deny: ReadonlyArray<string> = []) => TestToolContext.make({ deny })
@@ -310,11 +311,7 @@ describe("glob tool", () => {
 describe("glob and list tools with and without ripgrep", () => {
   it.scopedLive("ripgrep is used when it is on PATH, the built-in walker otherwise, and the output is the same", () =>
     Effect.gen(function*() {
-      const box = yield* TestInstance.sandbox({ env: { PATH: withRipgrep(process.env.PATH) } })
-      const withRg = box.instance
-      const withoutRg = { ...withRg, env: { ...withRg.env, PATH: withoutRipgrep(process.env.PATH) } }
-      expect(FileSearch.make(withRg).engine).toBe("ripgrep")
-      expect(FileSearch.make(withoutRg).engine).toBe("builtin")
+      const { box, withRg, withoutRg } = yield* sandboxWithAndWithoutRipgrep
       const root = box.path("project")
       generateTree(root, 80)
       const tools = (instance: typeof withRg) =>

@@ -12,7 +12,8 @@ import type * as Tool from "../../src/Tool.js"
 import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as FileSearch from "../../src/tools/FileSearch.js"
 import * as Grep from "../../src/tools/Grep.js"
-import { withoutRipgrep, withRipgrep } from "./ripgrep.js"
+import { sandboxWithAndWithoutRipgrep } from "./engines.js"
+import { withRipgrep } from "./ripgrep.js"
 
 const makeContext = (deny: ReadonlyArray<string> = []) => TestToolContext.make({ deny })
 
@@ -249,11 +250,7 @@ describe("grep tool", () => {
 describe("grep tool with and without ripgrep", () => {
   it.scopedLive("ripgrep is used when it is on PATH, the built-in search otherwise, and the output is the same", () =>
     Effect.gen(function*() {
-      const box = yield* TestInstance.sandbox({ env: { PATH: withRipgrep(process.env.PATH) } })
-      const withRg = box.instance
-      const withoutRg = { ...withRg, env: { ...withRg.env, PATH: withoutRipgrep(process.env.PATH) } }
-      expect(FileSearch.make(withRg).engine).toBe("ripgrep")
-      expect(FileSearch.make(withoutRg).engine).toBe("builtin")
+      const { box, withRg, withoutRg } = yield* sandboxWithAndWithoutRipgrep
       const root = box.path("project")
       generateTree(root, 120)
       const rg = yield* Effect.provideService(Grep.make, Instance, withRg)
