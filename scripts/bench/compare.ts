@@ -20,11 +20,10 @@ import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { Effect } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { modelProxy } from "./ModelProxy.js"
 
 const { text, toolCall } = ScriptedModel
 const root = fileURLToPath(new URL("../../", import.meta.url))
@@ -92,35 +91,6 @@ const makeProject = (dir: string) => {
   git("-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "init")
 }
 
-/** Sits in front of the model server and records, per model call, its arrival and the end of its answer. */
-const recordingProxy = (target: string) =>
-  Effect.acquireRelease(
-    Effect.async<{ readonly url: string; readonly calls: Array<{ arrived: number; answered: number }>; readonly server: http.Server }>(
-      (resume) => {
-        const calls: Array<{ arrived: number; answered: number }> = []
-        const upstream = new URL(target)
-        const server = http.createServer((request, response) => {
-          const call = { arrived: performance.now(), answered: 0 }
-          const isCall = request.method === "POST" && (request.url ?? "").endsWith("/chat/completions")
-          if (isCall) calls.push(call)
-          const forward = http.request(
-            { host: upstream.hostname, port: upstream.port, path: `${upstream.pathname.replace(/\/v1$/, "")}${request.url}`, method: request.method, headers: request.headers },
-            (answer) => {
-              response.writeHead(answer.statusCode ?? 502, answer.headers)
-              answer.pipe(response)
-              answer.on("end", () => (call.answered = performance.now()))
-            }
-          )
-          forward.on("error", () => response.destroy())
-          request.pipe(forward)
-        })
-        server.listen(0, "127.0.0.1", () =>
-          resume(Effect.succeed({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, calls, server })))
-      }
-    ),
-    ({ server }) => Effect.sync(() => server.close())
-  )
-
 interface Measured {
   readonly wallSeconds: number
   readonly peakRssMb: number
@@ -138,7 +108,7 @@ const measure = (who: "agent" | "opencode", scenario: Scenario, home: string) =>
     const turns = scenario.turns(project)
     const model = yield* MockOpenAIServer.start(turns)
     const titles = yield* MockOpenAIServer.start(Array.from({ length: 50 }, () => "Bench"))
-    const proxy = yield* recordingProxy(model.url)
+    const proxy = yield* modelProxy(model.url, ({ method, url }) => (method === "POST" && url.endsWith("/chat/completions") ? true : undefined))
     // One config file, in OpenCode's shape, read by both.
     fs.writeFileSync(path.join(project, "opencode.json"), JSON.stringify({
       $schema: "https://opencode.ai/config.json",

@@ -23,11 +23,10 @@ import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { modelProxy } from "./ModelProxy.js"
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
@@ -60,60 +59,17 @@ const peakRssOf = (pid: number) => {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
 }
 
-interface ModelCall {
-  readonly session: number
-  readonly arrived: number
-  answered: number
-}
-
-/**
- * In front of the model server: holds each call for `delayOf()` ms (the model "thinking"), then
- * forwards it, recording per tool-calling request which session sent it (from the marker in its
- * prompt), when it arrived and when its answer had been sent.
- */
-const modelProxy = (target: string, delayOf: () => number) =>
-  Effect.acquireRelease(
-    Effect.async<{ readonly url: string; readonly calls: Array<ModelCall>; readonly server: http.Server }>((resume) => {
-      const calls: Array<ModelCall> = []
-      const upstream = new URL(target)
-      const server = http.createServer((request, response) => {
-        const arrived = performance.now()
-        const body: Array<Buffer> = []
-        request.on("data", (chunk: Buffer) => body.push(chunk))
-        request.on("end", () => {
-          const text = Buffer.concat(body).toString()
-          const marker = /bench-session-(\d+)/.exec(text)
-          const call: ModelCall | undefined = marker && text.includes('"tools":')
-            ? { session: Number(marker[1]), arrived, answered: 0 }
-            : undefined
-          if (call) calls.push(call)
-          setTimeout(() => {
-            const forward = http.request(
-              { host: upstream.hostname, port: upstream.port, path: `${upstream.pathname.replace(/\/v1$/, "")}${request.url}`, method: request.method, headers: request.headers },
-              (answer) => {
-                response.writeHead(answer.statusCode ?? 502, answer.headers)
-                answer.pipe(response)
-                answer.on("end", () => call && (call.answered = performance.now()))
-              }
-            )
-            forward.on("error", () => response.destroy())
-            forward.end(Buffer.concat(body))
-          }, call ? delayOf() : 0)
-        })
-      })
-      server.listen(0, "127.0.0.1", () =>
-        resume(Effect.succeed({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, calls, server })))
-    }),
-    ({ server }) => Effect.sync(() => server.close())
-  )
-
 /** One run: a fresh server, SESSIONS sessions prompted at once, each model call held for `delayOf()` ms. */
 const phase = (delayOf: () => number) =>
   Effect.scoped(Effect.gen(function*() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-server-"))
     yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
     const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn))
-    const proxy = yield* modelProxy(model.url, delayOf)
+    // Tool-calling requests (not the title's), by the session marker in their prompt.
+    const proxy = yield* modelProxy(model.url, ({ body }) => {
+      const marker = /bench-session-(\d+)/.exec(body)
+      return marker && body.includes('"tools":') ? Number(marker[1]) : undefined
+    }, delayOf)
     const project = path.join(dir, "project")
     fs.mkdirSync(project, { recursive: true })
     fs.writeFileSync(path.join(project, "notes.txt"), "hello\n".repeat(20))
@@ -215,7 +171,7 @@ const phase = (delayOf: () => number) =>
     // From the end of one model answer to the session's next model call.
     const overhead: Array<number> = []
     for (let session = 0; session < SESSIONS; session++) {
-      const calls = proxy.calls.filter((call) => call.session === session)
+      const calls = proxy.calls.filter((call) => call.tag === session)
       if (calls.length !== STEPS) throw new Error(`session ${session} made ${calls.length} model calls, expected ${STEPS}`)
       for (let index = 1; index < calls.length; index++) overhead.push(calls[index]!.arrived - calls[index - 1]!.answered)
     }
