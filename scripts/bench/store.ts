@@ -90,7 +90,8 @@ const program = Effect.gen(function*() {
   const long = yield* store.create({ title: "load" })
   const partBase = (messageID: string) => ({ id: Identifier.ascending("part"), sessionID: long.id, messageID })
   for (let index = 0; index < 500; index++) {
-    const user = { ...assistant(long.id, index), role: "user" as const, model: { providerID: "openai", modelID: "gpt-5" } }
+    const base = assistant(long.id, index)
+    const user = { ...base, role: "user" as const, time: { created: base.time.created }, model: { providerID: "openai", modelID: "gpt-5" } }
     const { parentID: _p, providerID: _r, modelID: _m, mode: _o, path: _a, cost: _c, tokens: _t, finish: _f, ...userInfo } = user
     yield* store.upsertMessage(userInfo as never)
     yield* store.upsertPart({ ...partBase(user.id), type: "text", text: `Please look at module ${index} and fix the failing test.` } as never)

@@ -25,6 +25,7 @@ import { Bus } from "./Bus.js"
 import { openedFile, withBusyRetry } from "./Database.js"
 import * as Identifier from "./Identifier.js"
 import { Instance } from "./Instance.js"
+import { makeInPlaceDecoder } from "./InPlaceDecoder.js"
 import { VERSION } from "./Version.js"
 import { isAlive } from "./Pid.js"
 
@@ -160,8 +161,11 @@ interface PartRow extends DataRow {
 }
 
 const decodeSession = Schema.decodeUnknownSync(Session)
-const decodeMessage = Schema.decodeUnknownSync(Schema.parseJson(MessageSchema))
-const decodePart = Schema.decodeUnknownSync(Schema.parseJson(Part))
+// Stored rows are checked where they lie rather than copied: a long session has thousands.
+const checkMessage = makeInPlaceDecoder(MessageSchema)
+const checkPart = makeInPlaceDecoder(Part)
+const decodeMessage = (text: unknown) => checkMessage(JSON.parse(text as string))
+const decodePart = (text: unknown) => checkPart(JSON.parse(text as string))
 const decodeExport = Schema.decodeUnknownEither(SessionExportSchema)
 const encodeExport = Schema.encodeSync(SessionExportSchema)
 
