@@ -6,6 +6,7 @@ import { Cause, Effect, Layer, Schedule } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Instance } from "./Instance.js"
+import * as WalCheckpoint from "./WalCheckpoint.js"
 import initial from "./migrations/0001_initial.js"
 import sessionDiff from "./migrations/0002_session_diff.js"
 
@@ -110,7 +111,10 @@ const migrate = Effect.gen(function*() {
 }).pipe(Effect.provide(NodeContext.layer))
 
 const open = (filename: string) =>
-  Layer.effectDiscard(Effect.zipRight(pragmas, migrate)).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
+  Layer.mergeAll(
+    Layer.effectDiscard(Effect.zipRight(pragmas, migrate)),
+    filename === ":memory:" ? Layer.empty : WalCheckpoint.layer(filename)
+  ).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
 
 /** Opens (creating or migrating) one database file, or `:memory:`. */
 export const layerFile = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> => {
