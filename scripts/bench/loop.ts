@@ -1,9 +1,9 @@
 /**
  * Session loop benchmark: the runtime's own cost per step (the scripted model answers at
  * once), for sessions of 10, 100 and 1000 steps, each step one tool call. Run after
- * `pnpm build`: `pnpm bench:loop` (BENCH_STEPS=10,100 and BENCH_WARMUP=20 change the sessions and
- * the warm-up). Targets (issue 4): ≤ 3 ms median per step, and the
- * 1000th step no more than 1.5× the 10th plus the cost of sending a longer history.
+ * `pnpm build`: `pnpm bench:loop` (BENCH_STEPS=10,100, BENCH_WARMUP=20 and BENCH_REPEAT=1 change the
+ * sessions, the warm-up and the runs of the 1000-step session). Targets (issue 4): ≤ 3 ms median
+ * per step, and the 1000th step no more than 1.5× the 10th plus the cost of sending a longer history.
  */
 import { Instance, LLMService, makeAppLayer, SessionLoop, SessionStore, Tool } from "@agent/core"
 import { FakeLLM, ScriptedModel, TestRuntime } from "@agent/testing"
@@ -103,35 +103,46 @@ const program = Effect.gen(function*() {
   // shows the first sessions of a fresh process instead.
   yield* session(Number(process.env.BENCH_WARMUP ?? 200))
   for (const steps of (process.env.BENCH_STEPS ?? "10,100,1000").split(",").map(Number)) {
-    const { cpuPerStep, gc, overhead, perStep, sdk, total } = yield* session(steps)
-    const line = (name: string, values: Array<number>) =>
-      `${name} median ${percentile(values, 50).toFixed(2)} ms, p99 ${percentile(values, 99).toFixed(2)} ms`
-    console.log(`${String(steps).padStart(4)} steps (${total.toFixed(0)} ms in all):`)
-    console.log(`  whole step:             ${line("", perStep)}`)
-    console.log(`  inside the model stream: ${line("", sdk)}`)
-    console.log(`  runtime overhead:       ${line("", overhead)}   [target ≤ 3 ms median]`)
-    // CPU time is steadier than wall time on a shared machine (includes the model's own share).
-    console.log(`  process CPU per step:    ${cpuPerStep.toFixed(2)} ms (runtime and scripted model together)`)
-    if (steps >= 100) {
-      // Medians of windows near the start and the end: 10 steps for a 100-step session, 50 for
-      // longer ones (a 10-step window moves by half on a shared machine from one run to the next).
-      const window = steps >= 1000 ? 50 : 10
-      const early = percentile(overhead.slice(5, 5 + window), 50)
-      const late = percentile(overhead.slice(-window), 50)
-      console.log(
-        `  runtime overhead, steps 6-${5 + window} vs last ${window}: ${early.toFixed(2)} ms vs ${late.toFixed(2)} ms (ratio ${(late / early).toFixed(2)}; target ≤ 1.5)`
-      )
-      // The part of that growth spent collecting garbage, whose cost follows the live heap (the
-      // session's history, which the loop keeps in memory), and the rest.
-      const mean = (values: Array<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
-      const gcEarly = mean(gc.slice(5, 5 + window))
-      const gcLate = mean(gc.slice(-window))
-      const ownEarly = percentile(overhead.slice(5, 5 + window).map((ms, index) => ms - gc[5 + index]!), 50)
-      const ownLate = percentile(overhead.slice(-window).map((ms, index) => ms - gc[gc.length - window + index]!), 50)
-      console.log(
-        `    GC per step in those windows: ${gcEarly.toFixed(2)} ms vs ${gcLate.toFixed(2)} ms (mean); ` +
-          `overhead without GC pauses: ${ownEarly.toFixed(2)} ms vs ${ownLate.toFixed(2)} ms (ratio ${(ownLate / ownEarly).toFixed(2)})`
-      )
+    // A window of 50 steps lasts ~150 ms, and a busy spell of the machine in one window but not
+    // the other moves the growth ratio by half: long sessions are run three times and the
+    // median ratio is the figure (each run's is printed).
+    const runs = steps >= 1000 ? Number(process.env.BENCH_REPEAT ?? 3) : 1
+    const ratios: Array<number> = []
+    for (let run = 0; run < runs; run++) {
+      const { cpuPerStep, gc, overhead, perStep, sdk, total } = yield* session(steps)
+      const line = (name: string, values: Array<number>) =>
+        `${name} median ${percentile(values, 50).toFixed(2)} ms, p99 ${percentile(values, 99).toFixed(2)} ms`
+      console.log(`${String(steps).padStart(4)} steps${runs > 1 ? `, run ${run + 1} of ${runs}` : ""} (${total.toFixed(0)} ms in all):`)
+      console.log(`  whole step:             ${line("", perStep)}`)
+      console.log(`  inside the model stream: ${line("", sdk)}`)
+      console.log(`  runtime overhead:       ${line("", overhead)}   [target ≤ 3 ms median]`)
+      // CPU time is steadier than wall time on a shared machine (includes the model's own share).
+      console.log(`  process CPU per step:    ${cpuPerStep.toFixed(2)} ms (runtime and scripted model together)`)
+      if (steps >= 100) {
+        // Medians of windows near the start and the end: 10 steps for a 100-step session, 50 for
+        // longer ones (a 10-step window moves by half on a shared machine from one run to the next).
+        const window = steps >= 1000 ? 50 : 10
+        const early = percentile(overhead.slice(5, 5 + window), 50)
+        const late = percentile(overhead.slice(-window), 50)
+        ratios.push(late / early)
+        console.log(
+          `  runtime overhead, steps 6-${5 + window} vs last ${window}: ${early.toFixed(2)} ms vs ${late.toFixed(2)} ms (ratio ${(late / early).toFixed(2)}; target ≤ 1.5)`
+        )
+        // The part of that growth spent collecting garbage, whose cost follows the live heap (the
+        // session's history, which the loop keeps in memory), and the rest.
+        const mean = (values: Array<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
+        const gcEarly = mean(gc.slice(5, 5 + window))
+        const gcLate = mean(gc.slice(-window))
+        const ownEarly = percentile(overhead.slice(5, 5 + window).map((ms, index) => ms - gc[5 + index]!), 50)
+        const ownLate = percentile(overhead.slice(-window).map((ms, index) => ms - gc[gc.length - window + index]!), 50)
+        console.log(
+          `    GC per step in those windows: ${gcEarly.toFixed(2)} ms vs ${gcLate.toFixed(2)} ms (mean); ` +
+            `overhead without GC pauses: ${ownEarly.toFixed(2)} ms vs ${ownLate.toFixed(2)} ms (ratio ${(ownLate / ownEarly).toFixed(2)})`
+        )
+      }
+    }
+    if (runs > 1) {
+      console.log(`${steps} steps, growth ratio of the ${runs} runs: ${ratios.map((ratio) => ratio.toFixed(2)).join(", ")}; median ${percentile(ratios, 50).toFixed(2)}   [target ≤ 1.5]`)
     }
   }
 })
