@@ -188,27 +188,56 @@ const downloadAssets = async (
  * The prompt for one call: system first, consecutive tool messages merged (providers expect
  * one tool message per assistant turn), converted messages reused across steps.
  */
+/**
+ * The prompt built for a conversation's previous request, found by the conversation's first
+ * message: the next request repeats the same messages and adds a few, so only those are
+ * converted again (a long session's requests otherwise cost more with every step).
+ */
+interface BuiltPrompt {
+  readonly inputs: ReadonlyArray<ModelMessage>
+  readonly body: ReadonlyArray<LanguageModelV3Message>
+  /** `body.length` before each input was added, and after the last one. */
+  readonly lengthBefore: ReadonlyArray<number>
+}
+const built = new WeakMap<ModelMessage, BuiltPrompt>()
+
 export const toProviderPrompt = async (
   model: LanguageModelV3,
   system: string,
   messages: ReadonlyArray<ModelMessage>,
   signal?: AbortSignal
 ): Promise<LanguageModelV3Prompt> => {
-  const prompt: Array<LanguageModelV3Message> = []
-  if (system !== "") prompt.push({ role: "system", content: system })
-  for (const message of messages) {
+  const first = messages[0]
+  const previous = first === undefined ? undefined : built.get(first)
+  let common = 0
+  if (previous) {
+    const limit = Math.min(previous.inputs.length, messages.length)
+    while (common < limit && previous.inputs[common] === messages[common]) common++
+    // A trailing tool message absorbs the tool messages after it: keep only what can no longer change.
+    while (common > 0 && previous.body[previous.lengthBefore[common]! - 1]?.role === "tool") common--
+  }
+  const body: Array<LanguageModelV3Message> = common > 0 ? previous!.body.slice(0, previous!.lengthBefore[common]) : []
+  const inputs: Array<ModelMessage> = common > 0 ? previous!.inputs.slice(0, common) : []
+  const lengthBefore: Array<number> = common > 0 ? previous!.lengthBefore.slice(0, common) : []
+  for (let index = common; index < messages.length; index++) {
+    const message = messages[index]!
+    inputs.push(message)
+    lengthBefore.push(body.length)
     const next = cachedMessage(message)
-    const last = prompt.at(-1)
+    const last = body.at(-1)
     if (next.role === "tool") {
       if (next.content.length === 0) continue
       if (last?.role === "tool") {
-        prompt[prompt.length - 1] = { ...last, content: [...last.content, ...next.content] }
+        body[body.length - 1] = { ...last, content: [...last.content, ...next.content] }
         continue
       }
     }
     if (next.role === "user" && next.content.length === 0) continue
-    prompt.push(next)
+    body.push(next)
   }
+  lengthBefore.push(body.length)
+  if (first !== undefined) built.set(first, { inputs, body, lengthBefore })
+  const prompt: Array<LanguageModelV3Message> = system !== "" ? [{ role: "system", content: system }, ...body] : body.slice()
   const supported = await model.supportedUrls
   return downloadAssets(prompt, supported, signal)
 }

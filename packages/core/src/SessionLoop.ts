@@ -935,9 +935,28 @@ function make() {
             }
           })
 
+        /**
+         * The history converted for the model up to its first unfinished message, in request
+         * order, as the previous step left it. A step converts only what follows (walking a long
+         * session message by message on every step made its steps slower the longer it ran);
+         * the kept part is checked first: same messages, same summary position, and each user
+         * message wrapped (or not) as before.
+         */
+        let converted:
+          | {
+            readonly summaryIndex: number
+            readonly messages: Array<LiveMessage>
+            readonly out: Array<ModelMessage>
+            readonly users: Array<{ readonly index: number; readonly assistantBefore: boolean; readonly wrapped: boolean }>
+            planBefore: boolean
+            assistantBefore: boolean
+            /** Whether every message so far could be kept (it stops at the first unfinished one). */
+            open: boolean
+          }
+          | undefined
+
         /** History as the model sees it, with this step's reminders. */
         const requestMessages = (agent: Agent, stepNumber: number, isLastStep: boolean): Array<ModelMessage> => {
-          const out: Array<ModelMessage> = []
           let lastFinishedIndex = -1
           for (let index = history.length - 1; index >= 0; index--) {
             if (isFinished(history[index]!)) {
@@ -965,17 +984,48 @@ function make() {
               : position <= summaryIndex
               ? position - 2
               : position
-          let planBefore = false
-          let assistantBefore = false
-          for (let position = 0; position < history.length; position++) {
+          const wraps = (index: number, assistantBefore: boolean) => stepNumber > 1 && index > lastFinishedIndex && assistantBefore
+          const kept = converted
+          const keep = kept !== undefined && kept.summaryIndex === summaryIndex && kept.messages.length <= history.length &&
+            kept.users.every((user) => wraps(user.index, user.assistantBefore) === user.wrapped) &&
+            kept.messages.every((message, position) => history[at(position)] === message)
+          const prefix = keep
+            ? kept
+            : {
+              summaryIndex,
+              messages: [],
+              out: [],
+              users: [],
+              planBefore: false,
+              assistantBefore: false,
+              open: true
+            }
+          converted = prefix
+          prefix.open = true // where it stopped last time may be finished now
+          const out: Array<ModelMessage> = prefix.out.slice()
+          let planBefore = prefix.planBefore
+          let assistantBefore = prefix.assistantBefore
+          for (let position = prefix.messages.length; position < history.length; position++) {
             const index = at(position)
             const message = history[index]!
-            const wrap = stepNumber > 1 && message.info.role === "user" && index > lastFinishedIndex && assistantBefore
+            const wrap = message.info.role === "user" && wraps(index, assistantBefore)
+            const before = assistantBefore
             if (message.info.role === "assistant") {
               assistantBefore = true
               if (message.info.agent === "plan") planBefore = true
             }
-            for (const converted of cache.convert(message, { wrapUserText: wrap })) out.push(converted)
+            const messages = cache.convert(message, { wrapUserText: wrap })
+            for (const each of messages) out.push(each)
+            // A finished message converts the same way on later steps: it joins the kept part.
+            if (prefix.open && (message.info.role === "user" || message.info.time.completed !== undefined)) {
+              prefix.messages.push(message)
+              for (const each of messages) prefix.out.push(each)
+              if (message.info.role === "user") prefix.users.push({ index, assistantBefore: before, wrapped: wrap })
+              prefix.planBefore = planBefore
+              prefix.assistantBefore = assistantBefore
+            } else {
+              prefix.open = false
+            }
           }
           const reminder = agent.name === "plan"
             ? Prompts.read("session/plan.txt")

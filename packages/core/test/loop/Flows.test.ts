@@ -398,6 +398,23 @@ describe("abort, concurrency and resume", () => {
       }))
   })
 
+  it.scopedLive("on a later turn, the turn's own message becomes a reminder from its second step on (OpenCode's rule)", () => {
+    const model = ScriptedModel.make(["First answer.", [toolCall("echo", { text: "x" })], [toolCall("echo", { text: "y" })], "Second answer."])
+    return withRuntime({ model }, ({ loop, sessionID }) =>
+      Effect.gen(function*() {
+        yield* say(loop, sessionID, "first question")
+        yield* say(loop, sessionID, "second question")
+        const prompts = model.calls.map((call) => JSON.stringify(call.prompt))
+        expect(prompts).toHaveLength(4)
+        expect(prompts[1]).toContain("second question")
+        expect(prompts[1]).not.toContain("While you were working")
+        // steps two and three of the second turn: wrapped, though step one sent it plain
+        for (const later of prompts.slice(2)) {
+          expect(later).toContain("While you were working, the user added this message:\\nsecond question")
+        }
+      }))
+  })
+
   it.scopedLive("resume continues an interrupted run, replaying the interrupted tool", () => {
     const model = ScriptedModel.make([[toolCall("sleeper", { seconds: 60 })], "Picked up where I left off."])
     return withRuntime({ model }, ({ loop, sessionID, store }) =>

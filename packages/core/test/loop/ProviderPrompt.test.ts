@@ -182,3 +182,46 @@ describe("the two forms of a model call", () => {
       expect(seen).toEqual(events)
     }))
 })
+
+describe("the prompt of a growing conversation", () => {
+  // Messages of one conversation, as the loop hands them over: the same objects step after step.
+  const user = (text: string): ModelMessage => ({ role: "user", content: [{ type: "text", text }] })
+  const call = (id: string): ModelMessage => ({
+    role: "assistant",
+    content: [{ type: "tool-call", toolCallId: id, toolName: "read", input: { filePath: id } }]
+  })
+  const result = (id: string): ModelMessage => ({
+    role: "tool",
+    content: [{ type: "tool-result", toolCallId: id, toolName: "read", output: { type: "text", value: `contents of ${id}` } }]
+  })
+  const emptyTool: ModelMessage = { role: "tool", content: [] }
+  const emptyUser: ModelMessage = { role: "user", content: [] }
+
+  it.live("each request equals a prompt built from scratch, however the conversation grew or changed", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make(Array.from({ length: 80 }, () => "ok"))
+      const fresh = ScriptedModel.make(Array.from({ length: 80 }, () => "ok"))
+      const conversation: Array<ModelMessage> = [user("start")]
+      // Deterministic variety: tool results split over several messages, empty ones between
+      // them (dropped from the prompt), a reminder replacing the last user message, and an
+      // earlier message swapped for another.
+      for (let turn = 0; turn < 40; turn++) {
+        const kind = (turn * 7) % 5
+        conversation.push(call(`c${turn}`))
+        if (kind === 0) conversation.push(result(`c${turn}`), emptyTool, result(`c${turn}b`))
+        else if (kind === 1) conversation.push(result(`c${turn}`), emptyUser, result(`c${turn}b`))
+        else conversation.push(result(`c${turn}`))
+        if (kind === 2) conversation.push(user(`more ${turn}`))
+        if (kind === 3 && conversation.length > 6) conversation[3] = result(`swapped ${turn}`)
+        const sent = kind === 4 ? [...conversation.slice(0, -1), user("with a reminder")] : [...conversation]
+        const { prompt } = yield* step(model, sent)
+        // the same messages as new objects: nothing to reuse
+        const { prompt: expected } = yield* step(fresh, structuredClone(sent))
+        expect(prompt).toEqual(expected)
+      }
+      // the tool results of one call end up in one tool message
+      const { prompt } = yield* step(model, conversation)
+      const tools = prompt.filter((message) => message.role === "tool")
+      expect(tools.some((message) => message.content.length === 2)).toBe(true)
+    }))
+})
