@@ -1,34 +1,44 @@
-import * as SqlClient from "@effect/sql/SqlClient"
-import { Duration, Effect, Layer, Schedule } from "effect"
+import { Duration, Effect, Layer, Runtime } from "effect"
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
 
 /**
- * Checkpoints of the write-ahead log, on a thread of their own.
+ * Checkpoints of the write-ahead log, mostly on a thread of their own.
  *
  * SQLite copies the WAL back into the database file (and syncs it) from inside whichever
  * commit crosses 1000 pages. On the one thread that runs every session of a server, that
- * commit then took 5–25 ms, and every step in flight waited for it. Here the connection
- * never checkpoints by itself; a worker thread with its own connection runs a PASSIVE
- * checkpoint every couple of seconds, which never blocks the writers. The worker starts at
- * the first tick, so a short command does not pay for it; closing the last connection still
- * checkpoints and removes the WAL, as SQLite always does.
+ * commit then took 5–25 ms, and every step in flight waited for it. A worker thread with its
+ * own connection runs PASSIVE checkpoints, which never block the writers: every 50 ms while
+ * the log grows, every half second when it does not. The commit that crosses 1000 pages still
+ * checkpoints, as SQLite always does (that is also what lets the next write start the log over,
+ * keeping it short for readers), but finds the pages already copied and synced. The worker
+ * starts a second after the database opens, so a short command does not pay for it; closing
+ * the last connection still checkpoints and removes the WAL.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads")
 const Database = require(workerData.module)
 const db = new Database(workerData.file, { fileMustExist: true })
-parentPort.on("message", (message) => {
-  if (message === "close") {
-    db.close()
-    parentPort.postMessage({ closed: true })
-    return
-  }
+let timer
+let lastLog = -1
+// Soon again while the log grows (a burst of writes), at the idle pace once it is all copied.
+const checkpoint = () => {
+  let next = workerData.idle
   try {
-    parentPort.postMessage({ result: db.pragma("wal_checkpoint(PASSIVE)")[0] })
+    const { log, checkpointed } = db.pragma("wal_checkpoint(PASSIVE)")[0]
+    if (log !== lastLog || checkpointed < log) next = workerData.busy
+    lastLog = log
   } catch (error) {
-    parentPort.postMessage({ error: String(error && error.message || error) })
+    parentPort.postMessage({ error: String((error && error.message) || error) })
   }
+  timer = setTimeout(checkpoint, next)
+}
+checkpoint()
+parentPort.on("message", (message) => {
+  if (message !== "close") return
+  clearTimeout(timer)
+  db.close()
+  parentPort.postMessage({ closed: true })
 })
 `
 
@@ -38,67 +48,71 @@ const driverPath = () => {
   return createRequire(fromHere.resolve("@effect/sql-sqlite-node")).resolve("better-sqlite3")
 }
 
-type Reply = { readonly result?: unknown; readonly error?: string; readonly closed?: boolean }
-
-/** Sends `message` and waits for the reply to it (an interrupted checkpoint's late reply is skipped). */
-const ask = (worker: Worker, message: "checkpoint" | "close") =>
-  Effect.async<Reply, Error>((resume) => {
-    const onMessage = (reply: Reply) => {
-      if ((message === "close") !== (reply.closed === true)) return
+/** Asks the worker to close its connection and waits for it to say so. */
+const close = (worker: Worker) =>
+  Effect.async<void>((resume) => {
+    const onMessage = (reply: { readonly closed?: boolean }) => {
+      if (reply.closed !== true) return
       worker.off("message", onMessage)
-      worker.off("error", onError)
-      resume(Effect.succeed(reply))
-    }
-    const onError = (error: Error) => {
-      worker.off("message", onMessage)
-      resume(Effect.fail(error))
+      resume(Effect.void)
     }
     worker.on("message", onMessage)
-    worker.once("error", onError)
-    worker.postMessage(message)
-    return Effect.sync(() => {
-      worker.off("message", onMessage)
-      worker.off("error", onError)
-    })
+    worker.postMessage("close")
+    return Effect.sync(() => void worker.off("message", onMessage))
   })
 
-/** Takes checkpoints away from the connection in `SqlClient` and runs them on a worker thread. */
-export const layer = (file: string, every: Duration.DurationInput = "2 seconds"): Layer.Layer<never, never, SqlClient.SqlClient> =>
+/** Checkpoints the database in `file` from a worker thread, for as long as the layer is up. */
+export const layer = (
+  file: string,
+  options: {
+    /** Between checkpoints while the log grows (default 50 ms) and while it does not (default 500 ms). */
+    readonly busy?: Duration.DurationInput
+    readonly idle?: Duration.DurationInput
+    readonly startAfter?: Duration.DurationInput
+  } = {}
+): Layer.Layer<never> =>
   Layer.scopedDiscard(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`PRAGMA wal_autocheckpoint = 0`.pipe(Effect.orDie)
     let worker: Worker | undefined
-    let running = true
-    // If the worker cannot run, the connection goes back to checkpointing by itself.
+    // Without the worker the connection's own checkpoints do all the work, as they would anyway.
     const fallBack = (reason: unknown) =>
-      Effect.logWarning(`background WAL checkpoints stopped (${String(reason)}); the connection checkpoints by itself again`).pipe(
-        Effect.zipRight(sql`PRAGMA wal_autocheckpoint = 1000`.pipe(Effect.ignore)),
+      Effect.logWarning(`background WAL checkpoints stopped (${String(reason)}); commits checkpoint by themselves`).pipe(
         Effect.zipRight(Effect.sync(() => {
-          running = false
           void worker?.terminate()
           worker = undefined
         }))
       )
-    const checkpoint = Effect.gen(function*() {
-      worker ??= new Worker(WORKER_SOURCE, { eval: true, workerData: { file, module: driverPath() } })
-      const reply = yield* ask(worker, "checkpoint")
-      if (reply.error !== undefined) yield* Effect.logDebug(`WAL checkpoint: ${reply.error}`)
-    }).pipe(Effect.catchAllDefect(fallBack), Effect.catchAll(fallBack))
+    const runtime = yield* Effect.runtime<never>()
+    const start = Effect.sync(() => {
+      const started = new Worker(WORKER_SOURCE, {
+        eval: true,
+        workerData: {
+          file,
+          module: driverPath(),
+          busy: Duration.toMillis(options.busy ?? "50 millis"),
+          idle: Duration.toMillis(options.idle ?? "500 millis")
+        }
+      })
+      started.on("message", (message: { readonly error?: string }) => {
+        if (message.error !== undefined) Runtime.runFork(runtime)(Effect.logDebug(`WAL checkpoint: ${message.error}`))
+      })
+      started.on("error", (error) => Runtime.runFork(runtime)(fallBack(error)))
+      started.unref()
+      worker = started
+    }).pipe(Effect.catchAllDefect(fallBack))
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
         const open = worker
         if (!open) return Effect.void
         // Close the worker's connection before the main one, so the main one is the last to close.
-        return ask(open, "close").pipe(
+        return close(open).pipe(
           Effect.timeout("2 seconds"),
           Effect.ignore,
           Effect.ensuring(Effect.promise(() => open.terminate()))
         )
       })
     )
-    yield* checkpoint.pipe(
-      Effect.delay(every),
-      Effect.repeat({ schedule: Schedule.spaced(every), while: () => running }),
+    yield* start.pipe(
+      Effect.delay(options.startAfter ?? "1 second"),
       Effect.catchAllCause(Effect.logError),
       Effect.forkScoped
     )
