@@ -1,5 +1,5 @@
 // Loaded only when `agent serve` runs (see ServeCommand.ts and Lazy.ts).
-import { ConfigService, Instance, makeAppLayer } from "@agent/core"
+import { ConfigService, Database, Instance, makeAppLayer } from "@agent/core"
 import { Server } from "@agent/server"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { Console, Effect, Layer, Option } from "effect"
@@ -30,4 +30,4 @@ export const serve = (flags: ServeInput) =>
       })
     )
     return yield* Layer.launch(announce.pipe(Layer.provideMerge(Server.layer(options))))
-  }).pipe(Effect.provide(makeAppLayer()))
+  }).pipe(Effect.provide(makeAppLayer({ database: Database.layerServer })))

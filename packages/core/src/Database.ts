@@ -110,16 +110,28 @@ const migrate = Effect.gen(function*() {
   )
 }).pipe(Effect.provide(NodeContext.layer))
 
-const open = (filename: string) =>
+export interface OpenOptions {
+  /**
+   * Copy the WAL into the database file from a worker thread (WalCheckpoint), so that the
+   * commit which checkpoints finds the work done. For long-running servers, where that commit
+   * held up every session's step; a short command gains nothing from the extra thread.
+   */
+  readonly backgroundCheckpoints?: boolean
+}
+
+const open = (filename: string, options: OpenOptions) =>
   Layer.mergeAll(
     Layer.effectDiscard(Effect.zipRight(pragmas, migrate)),
-    filename === ":memory:" ? Layer.empty : WalCheckpoint.layer(filename)
+    filename !== ":memory:" && options.backgroundCheckpoints === true ? WalCheckpoint.layer(filename) : Layer.empty
   ).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
 
 /** Opens (creating or migrating) one database file, or `:memory:`. */
-export const layerFile = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> => {
+export const layerFile = (
+  filename: string,
+  options: OpenOptions = {}
+): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> => {
   if (filename !== ":memory:") fs.mkdirSync(path.dirname(filename), { recursive: true })
-  return open(filename).pipe(
+  return open(filename, options).pipe(
     Layer.catchAllCause((cause) => {
       const error = Cause.squash(cause)
       // A corrupt file would fail every start: keep it aside for the user and begin a new one.
@@ -131,7 +143,7 @@ export const layerFile = (filename: string): Layer.Layer<SqlClient.SqlClient | S
               if (fs.existsSync(filename + suffix)) fs.renameSync(filename + suffix, aside + suffix)
             }
             yield* Effect.logError(`database ${filename} is corrupt; moved it to ${aside} and started a new one`)
-            return Layer.orDie(open(filename))
+            return Layer.orDie(open(filename, options))
           })
         )
       }
@@ -154,6 +166,11 @@ export const filename = (instance: { readonly env: Readonly<Record<string, strin
 
 export const layer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> = Layer.unwrapEffect(
   Effect.map(Instance, (instance) => layerFile(filename(instance)))
+)
+
+/** As `layer`, with checkpoints copied ahead on a worker thread: what `agent serve` uses. */
+export const layerServer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> = Layer.unwrapEffect(
+  Effect.map(Instance, (instance) => layerFile(filename(instance), { backgroundCheckpoints: true }))
 )
 
 export const layerMemory = layerFile(":memory:")
