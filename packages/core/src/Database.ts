@@ -164,13 +164,12 @@ export const openedFile: Effect.Effect<string, never, SqlClient.SqlClient> = Eff
 export const filename = (instance: { readonly env: Readonly<Record<string, string | undefined>>; readonly paths: { readonly data: string } }) =>
   instance.env.AGENT_DB || path.join(instance.paths.data, "agent.db")
 
-export const layer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> = Layer.unwrapEffect(
-  Effect.map(Instance, (instance) => layerFile(filename(instance)))
-)
+const layerOfInstance = (options: OpenOptions): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> =>
+  Layer.unwrapEffect(Effect.map(Instance, (instance) => layerFile(filename(instance), options)))
+
+export const layer = layerOfInstance({})
 
 /** As `layer`, with checkpoints copied ahead on a worker thread: what `agent serve` uses. */
-export const layerServer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> = Layer.unwrapEffect(
-  Effect.map(Instance, (instance) => layerFile(filename(instance), { backgroundCheckpoints: true }))
-)
+export const layerServer = layerOfInstance({ backgroundCheckpoints: true })
 
 export const layerMemory = layerFile(":memory:")

@@ -185,10 +185,6 @@ const downloadAssets = async (
 }
 
 /**
- * The prompt for one call: system first, consecutive tool messages merged (providers expect
- * one tool message per assistant turn), converted messages reused across steps.
- */
-/**
  * The prompt built for a conversation's previous request, found by the conversation's first
  * message: the next request repeats the same messages and adds a few, so only those are
  * converted again (a long session's requests otherwise cost more with every step).
@@ -201,6 +197,10 @@ interface BuiltPrompt {
 }
 const built = new WeakMap<ModelMessage, BuiltPrompt>()
 
+/**
+ * The prompt for one call: system first, consecutive tool messages merged (providers expect
+ * one tool message per assistant turn), converted messages reused across steps.
+ */
 export const toProviderPrompt = async (
   model: LanguageModelV3,
   system: string,

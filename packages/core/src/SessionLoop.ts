@@ -650,13 +650,15 @@ function make() {
         /** Tokens (4 characters each) the history gained after `step` was sent: its tool results and newer messages' text. */
         const addedSince = (step: LiveMessage) => {
           let chars = 0
-          for (let index = history.indexOf(step); index >= 0 && index < history.length; index++) {
+          // From the newest message back to `step` (the history before it is not walked every step).
+          for (let index = history.length - 1; index >= 0; index--) {
             const message = history[index]!
             for (const part of message.parts) {
               if (part.type === "tool" && part.state.status === "completed" && !part.state.time.compacted) chars += part.state.output.length
               else if (part.type === "tool" && part.state.status === "error") chars += part.state.error.length
               else if (message !== step && part.type === "text") chars += part.text.length
             }
+            if (message === step) break
           }
           return Math.ceil(chars / 4)
         }
@@ -950,8 +952,6 @@ function make() {
             readonly users: Array<{ readonly index: number; readonly assistantBefore: boolean; readonly wrapped: boolean }>
             planBefore: boolean
             assistantBefore: boolean
-            /** Whether every message so far could be kept (it stops at the first unfinished one). */
-            open: boolean
           }
           | undefined
 
@@ -997,11 +997,11 @@ function make() {
               out: [],
               users: [],
               planBefore: false,
-              assistantBefore: false,
-              open: true
+              assistantBefore: false
             }
           converted = prefix
-          prefix.open = true // where it stopped last time may be finished now
+          // The kept part grows up to the first unfinished message (where it stopped last time may be finished now).
+          let extending = true
           const out: Array<ModelMessage> = prefix.out.slice()
           let planBefore = prefix.planBefore
           let assistantBefore = prefix.assistantBefore
@@ -1017,14 +1017,14 @@ function make() {
             const messages = cache.convert(message, { wrapUserText: wrap })
             for (const each of messages) out.push(each)
             // A finished message converts the same way on later steps: it joins the kept part.
-            if (prefix.open && (message.info.role === "user" || message.info.time.completed !== undefined)) {
+            if (extending && (message.info.role === "user" || message.info.time.completed !== undefined)) {
               prefix.messages.push(message)
               for (const each of messages) prefix.out.push(each)
               if (message.info.role === "user") prefix.users.push({ index, assistantBefore: before, wrapped: wrap })
               prefix.planBefore = planBefore
               prefix.assistantBefore = assistantBefore
             } else {
-              prefix.open = false
+              extending = false
             }
           }
           const reminder = agent.name === "plan"

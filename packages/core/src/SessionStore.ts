@@ -164,8 +164,8 @@ const decodeSession = Schema.decodeUnknownSync(Session)
 // Stored rows are checked where they lie rather than copied: a long session has thousands.
 const checkMessage = makeInPlaceDecoder(MessageSchema)
 const checkPart = makeInPlaceDecoder(Part)
-const decodeMessage = (text: unknown) => checkMessage(JSON.parse(text as string))
-const decodePart = (text: unknown) => checkPart(JSON.parse(text as string))
+const decodeMessage = (text: string) => checkMessage(JSON.parse(text))
+const decodePart = (text: string) => checkPart(JSON.parse(text))
 const decodeExport = Schema.decodeUnknownEither(SessionExportSchema)
 const encodeExport = Schema.encodeSync(SessionExportSchema)
 
@@ -178,7 +178,7 @@ class DecodeCache<A> {
   private size = 0
   constructor(
     private readonly table: string,
-    private readonly decode: (input: unknown) => A,
+    private readonly decode: (data: string) => A,
     /** Bound on the cached rows' JSON text, in characters (the decoded objects are of similar size). */
     private readonly maxChars: number
   ) {}
@@ -207,7 +207,7 @@ class DecodeCache<A> {
 }
 
 /** A row that does not decode is damage, not a user error: die with where it is. */
-const decodeRow = <A>(table: string, id: string, decode: (input: unknown) => A, input: unknown): A => {
+const decodeRow = <I, A>(table: string, id: string, decode: (input: I) => A, input: I): A => {
   try {
     return decode(input)
   } catch (error) {
