@@ -298,13 +298,17 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
           return out
         })
         if (picked.length === 0) return undefined
-        const texts = picked.map(readFileSync)
+        const found = picked.map((file) => ({ file, text: readFileSync(file) }))
         // An empty file attaches nothing, so it is not claimed either.
-        yield* Effect.sync(() => picked.forEach((file, index) => void (texts[index] || claimsOf(input.scope).delete(file))))
-        const files = picked.filter((_, index) => texts[index])
-        if (files.length === 0) return undefined
-        const blocks = files.map((file) => formatEntry(file, texts[picked.indexOf(file)]!))
-        return { reminder: `<system-reminder>\n${blocks.join("\n\n")}\n</system-reminder>`, files }
+        const attached = yield* Effect.sync(() =>
+          found.filter(({ file, text }) => {
+            if (!text) claimsOf(input.scope).delete(file)
+            return Boolean(text)
+          })
+        )
+        if (attached.length === 0) return undefined
+        const blocks = attached.map(({ file, text }) => formatEntry(file, text!))
+        return { reminder: `<system-reminder>\n${blocks.join("\n\n")}\n</system-reminder>`, files: attached.map(({ file }) => file) }
       })
     }
   }
