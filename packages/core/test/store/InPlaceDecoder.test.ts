@@ -45,6 +45,10 @@ const mutate = (value: unknown, pick: number, key: string, replacement: unknown,
   return copy
 }
 
+/** Whether a parsed JSON value has an own `__proto__` key somewhere (such values always take the decoder). */
+const hasProtoKey = (value: unknown): boolean =>
+  containers(value).some((c) => !Array.isArray(c) && Object.prototype.hasOwnProperty.call(c, "__proto__"))
+
 const agreesWithDecoder = <A, I>(name: string, schema: Schema.Schema<A, I, never>) =>
   describe(name, () => {
     const fast = makeInPlaceDecoder(schema)
@@ -58,10 +62,13 @@ const agreesWithDecoder = <A, I>(name: string, schema: Schema.Schema<A, I, never
           // as stored: a JSON round trip drops undefined fields
           const stored = JSON.parse(JSON.stringify(value)) as unknown
           fc.pre(outcome(slow, stored).ok !== undefined) // JSON has no Infinity: such a value is no longer valid
-          expect(plain(stored)).toBe(true)
+          const expected = slow(structuredClone(stored))
+          // a record may hold a `__proto__` key: such a value is never kept in place, it goes through the decoder
+          const inPlace = !hasProtoKey(stored)
+          expect(plain(stored)).toBe(inPlace)
           const result = fast(stored)
-          expect(result).toBe(stored)
-          expect(result).toEqual(slow(stored))
+          if (inPlace) expect(result).toBe(stored)
+          expect(result).toEqual(expected)
         }),
         { numRuns: 300 }
       )
