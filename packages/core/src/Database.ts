@@ -9,9 +9,10 @@ import { Instance } from "./Instance.js"
 import * as WalCheckpoint from "./WalCheckpoint.js"
 import initial from "./migrations/0001_initial.js"
 import sessionDiff from "./migrations/0002_session_diff.js"
+import rowRev from "./migrations/0003_row_rev.js"
 
 /** Migrations are bundled as code (not read from a folder), so a bundled CLI still has them. */
-const records = { "0001_initial": initial, "0002_session_diff": sessionDiff }
+const records = { "0001_initial": initial, "0002_session_diff": sessionDiff, "0003_row_rev": rowRev }
 const migrations = SqliteMigrator.fromRecord(records)
 const latestKnown = Math.max(...Object.keys(records).map((key) => Number.parseInt(key, 10)))
 

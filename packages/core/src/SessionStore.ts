@@ -156,7 +156,12 @@ interface DataRow {
   readonly data: string
 }
 
-interface PartRow extends DataRow {
+/** A message or part row as loads read it: `rev` changes with every write of `data`. */
+interface RevRow extends DataRow {
+  readonly rev: number
+}
+
+interface PartRow extends RevRow {
   readonly message_id: string
 }
 
@@ -169,12 +174,32 @@ const decodePart = (text: string) => checkPart(JSON.parse(text))
 const decodeExport = Schema.decodeUnknownEither(SessionExportSchema)
 const encodeExport = Schema.encodeSync(SessionExportSchema)
 
+// The writes of every step, as fixed text: a `sql` template is compiled again on each call.
+const PART_UPSERT = `INSERT INTO part (id, message_id, session_id, type, status, owner, data, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev, status = excluded.status, owner = excluded.owner`
+const MESSAGE_UPSERT = `INSERT INTO message (id, session_id, role, time_created, data, rev) VALUES (?, ?, ?, ?, ?, ?)
+  ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev`
+
+const ADD_USAGE = `WITH RECURSIVE chain(id) AS (
+    SELECT ? UNION ALL SELECT s.parent_id FROM session s JOIN chain c ON s.id = c.id WHERE s.parent_id IS NOT NULL
+  )
+  UPDATE session SET
+    cost = cost + ?, tokens_input = tokens_input + ?, tokens_output = tokens_output + ?,
+    tokens_reasoning = tokens_reasoning + ?, tokens_cache_read = tokens_cache_read + ?,
+    tokens_cache_write = tokens_cache_write + ?, time_updated = ?
+  WHERE id IN (SELECT id FROM chain)
+  RETURNING *`
+
+/** A new revision for a row whose data is written (see migration 0003). */
+const newRev = () => Math.floor(Math.random() * 2 ** 53)
+
 /**
- * Decoded rows by id, reused while the stored text is unchanged: the loop reloads a
- * session's history every step, and decoding is most of the cost of a load.
+ * Decoded rows by id, reused while the row's revision is unchanged: the loop reloads a
+ * session's history every step, and decoding is most of the cost of a load. The row's text is
+ * not kept: its length stands in for the decoded value's size.
  */
 class DecodeCache<A> {
-  private readonly entries = new Map<string, { readonly data: string; readonly value: A }>()
+  private readonly entries = new Map<string, { readonly rev: number; readonly size: number; readonly value: A }>()
   private size = 0
   constructor(
     private readonly table: string,
@@ -183,24 +208,25 @@ class DecodeCache<A> {
     private readonly maxChars: number
   ) {}
 
-  get(id: string, data: string): A {
-    const hit = this.entries.get(id)
+  get(row: RevRow): A {
+    const hit = this.entries.get(row.id)
     if (hit) {
-      this.entries.delete(id)
-      if (hit.data === data) {
-        this.entries.set(id, hit)
+      this.entries.delete(row.id)
+      if (hit.rev === row.rev) {
+        this.entries.set(row.id, hit)
         return hit.value
       }
-      this.size -= hit.data.length
+      this.size -= hit.size
     }
-    const value = decodeRow(this.table, id, this.decode, data)
-    if (data.length > this.maxChars / 16) return value // one huge row must not flush everything else
-    this.entries.set(id, { data, value })
-    this.size += data.length
+    const value = decodeRow(this.table, row.id, this.decode, row.data)
+    const size = row.data.length
+    if (size > this.maxChars / 16) return value // one huge row must not flush everything else
+    this.entries.set(row.id, { rev: row.rev, size, value })
+    this.size += size
     for (const [oldest, entry] of this.entries) {
       if (this.size <= this.maxChars) break
       this.entries.delete(oldest)
-      this.size -= entry.data.length
+      this.size -= entry.size
     }
     return value
   }
@@ -348,7 +374,7 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         )
         const live = new Set(leases.map((lease) => lease.owner).filter((id) => !dead.has(id)))
         const open = yield* read(
-          sql<PartRow & { owner: string | null }>`SELECT id, message_id, data, owner FROM part WHERE status IN ('pending', 'running')`
+          sql<DataRow & { owner: string | null }>`SELECT id, data, owner FROM part WHERE status IN ('pending', 'running')`
         )
         const orphans = open.filter((row) => row.owner === null || !live.has(row.owner))
         if (orphans.length === 0 && dead.size === 0) return
@@ -369,7 +395,7 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
                     time: { start, end: now }
                   }
                 }
-                yield* sql`UPDATE part SET data = ${JSON.stringify(interrupted)}, status = 'error', owner = NULL WHERE id = ${row.id}`
+                yield* sql`UPDATE part SET data = ${JSON.stringify(interrupted)}, rev = ${newRev()}, status = 'error', owner = NULL WHERE id = ${row.id}`
               }
               if (dead.size > 0) yield* sql`DELETE FROM lease WHERE ${sql.in("owner", [...dead])}`
             })
@@ -523,20 +549,16 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
 
       // One statement per step: the session and all its ancestors in one UPDATE, rows returned for the events.
       const addUsage = Effect.fnUntraced(function*(id: SessionID, usage: Usage) {
-        const rows = yield* write(sql<SessionRow>`
-          WITH RECURSIVE chain(id) AS (
-            SELECT ${id} UNION ALL SELECT s.parent_id FROM session s JOIN chain c ON s.id = c.id WHERE s.parent_id IS NOT NULL
-          )
-          UPDATE session SET
-            cost = cost + ${usage.cost},
-            tokens_input = tokens_input + ${usage.tokens.input},
-            tokens_output = tokens_output + ${usage.tokens.output},
-            tokens_reasoning = tokens_reasoning + ${usage.tokens.reasoning},
-            tokens_cache_read = tokens_cache_read + ${usage.tokens.cache.read},
-            tokens_cache_write = tokens_cache_write + ${usage.tokens.cache.write},
-            time_updated = ${Date.now()}
-          WHERE id IN (SELECT id FROM chain)
-          RETURNING *`)
+        const rows = yield* write(sql.unsafe<SessionRow>(ADD_USAGE, [
+          id,
+          usage.cost,
+          usage.tokens.input,
+          usage.tokens.output,
+          usage.tokens.reasoning,
+          usage.tokens.cache.read,
+          usage.tokens.cache.write,
+          Date.now()
+        ]))
         // Nearest first: a child is newer than its parent, and session ids sort newest first.
         const sessions = rows.map(rowToSession).sort((a, b) => (a.id < b.id ? -1 : 1))
         for (const session of sessions) yield* bus.publish({ type: "session.updated", properties: { info: session } })
@@ -548,13 +570,12 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
       const openParts = new Map<string, { part: Extract<Part, { type: "text" | "reasoning" }>; dirty: boolean }>()
       let flushScheduled = false
 
-      const writePart = (part: Part) => {
+      const partRow = (part: Part): ReadonlyArray<unknown> => {
         const status = toolStatus(part)
         const partOwner = status === "pending" || status === "running" ? owner : null
-        return sql`INSERT INTO part (id, message_id, session_id, type, status, owner, data)
-          VALUES (${part.id}, ${part.messageID}, ${part.sessionID}, ${part.type}, ${status}, ${partOwner}, ${JSON.stringify(part)})
-          ON CONFLICT(id) DO UPDATE SET data = excluded.data, status = excluded.status, owner = excluded.owner`
+        return [part.id, part.messageID, part.sessionID, part.type, status, partOwner, JSON.stringify(part), newRev()]
       }
+      const writePart = (part: Part) => sql.unsafe(PART_UPSERT, partRow(part))
 
       const flush = Effect.fn("SessionStore.flush")(function*() {
         const dirty = [...openParts.values()].filter((entry) => entry.dirty)
@@ -614,32 +635,30 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
 
       const upsertMessage = Effect.fnUntraced(function*(message: Message) {
         yield* write(
-          sql`INSERT INTO message (id, session_id, role, time_created, data)
-              VALUES (${message.id}, ${message.sessionID}, ${message.role}, ${message.time.created}, ${JSON.stringify(message)})
-              ON CONFLICT(id) DO UPDATE SET data = excluded.data`
+          sql.unsafe(MESSAGE_UPSERT, [message.id, message.sessionID, message.role, message.time.created, JSON.stringify(message), newRev()])
         )
         yield* bus.publish({ type: "message.updated", properties: { info: message } })
       })
 
       /** Messages (in the given order) joined with their parts (in id order). */
-      const withParts = (messages: ReadonlyArray<DataRow>, parts: ReadonlyArray<PartRow>): Array<MessageWithParts> => {
+      const withParts = (messages: ReadonlyArray<RevRow>, parts: ReadonlyArray<PartRow>): Array<MessageWithParts> => {
         const byMessage = new Map<string, Array<Part>>()
         for (const row of parts) {
-          const part = current(partCache.get(row.id, row.data))
+          const part = current(partCache.get(row))
           let list = byMessage.get(row.message_id)
           if (!list) byMessage.set(row.message_id, (list = []))
           list.push(part)
         }
         return messages.map((row) => ({
-          info: messageCache.get(row.id, row.data),
+          info: messageCache.get(row),
           parts: byMessage.get(row.id) ?? []
         }))
       }
 
       const getMessage = Effect.fn("SessionStore.getMessage")(function*(sessionID: SessionID, messageID: MessageID) {
-        const rows = yield* read(sql<DataRow>`SELECT id, data FROM message WHERE id = ${messageID} AND session_id = ${sessionID}`)
+        const rows = yield* read(sql<RevRow>`SELECT id, data, rev FROM message WHERE id = ${messageID} AND session_id = ${sessionID}`)
         if (rows.length === 0) return yield* new MessageNotFound({ sessionID, messageID })
-        const parts = yield* read(sql<PartRow>`SELECT id, message_id, data FROM part WHERE message_id = ${messageID} ORDER BY id`)
+        const parts = yield* read(sql<PartRow>`SELECT id, message_id, data, rev FROM part WHERE message_id = ${messageID} ORDER BY id`)
         return withParts(rows, parts)[0]!
       })
 
@@ -647,10 +666,10 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         Effect.gen(function*() {
           const from = fromID ?? ""
           const messages = yield* read(
-            sql<DataRow>`SELECT id, data FROM message WHERE session_id = ${sessionID} AND id >= ${from} ORDER BY id`
+            sql<RevRow>`SELECT id, data, rev FROM message WHERE session_id = ${sessionID} AND id >= ${from} ORDER BY id`
           )
           const parts = yield* read(
-            sql<PartRow>`SELECT id, message_id, data FROM part WHERE session_id = ${sessionID} AND message_id >= ${from} ORDER BY message_id, id`
+            sql<PartRow>`SELECT id, message_id, data, rev FROM part WHERE session_id = ${sessionID} AND message_id >= ${from} ORDER BY message_id, id`
           )
           return withParts(messages, parts)
         })
@@ -664,14 +683,14 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         options: { readonly limit: number; readonly before?: string }
       ) {
         const limit = Math.max(1, Math.min(options.limit, 1000))
-        const rows = yield* read(sql<DataRow>`
-          SELECT id, data FROM message WHERE session_id = ${sessionID}
+        const rows = yield* read(sql<RevRow>`
+          SELECT id, data, rev FROM message WHERE session_id = ${sessionID}
           ${options.before ? sql`AND id < ${options.before}` : sql``}
           ORDER BY id DESC LIMIT ${limit + 1}`)
         const page = rows.slice(0, limit)
         if (page.length === 0) return { items: [] }
         const parts = yield* read(
-          sql<PartRow>`SELECT id, message_id, data FROM part WHERE ${sql.in("message_id", page.map((row) => row.id))} ORDER BY message_id, id`
+          sql<PartRow>`SELECT id, message_id, data, rev FROM part WHERE ${sql.in("message_id", page.map((row) => row.id))} ORDER BY message_id, id`
         )
         const items = withParts(page, parts)
         return rows.length > limit ? { items, next: page.at(-1)!.id } : { items }
@@ -751,8 +770,8 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
                 const info: Message = message.info.role === "assistant"
                   ? { ...message.info, id: remap(message.info.id), sessionID: session.id, parentID: remap(message.info.parentID) }
                   : { ...message.info, id: remap(message.info.id), sessionID: session.id }
-                yield* sql`INSERT INTO message (id, session_id, role, time_created, data)
-                  VALUES (${info.id}, ${session.id}, ${info.role}, ${info.time.created}, ${JSON.stringify(info)})`
+                yield* sql`INSERT INTO message (id, session_id, role, time_created, data, rev)
+                  VALUES (${info.id}, ${session.id}, ${info.role}, ${info.time.created}, ${JSON.stringify(info)}, ${newRev()})`
                 for (const part of message.parts) {
                   const copy: Part = {
                     ...part,
@@ -830,8 +849,8 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
                 const info = new Session({ ...(node === tree ? root : node.info), projectID: instance.projectID as ProjectID })
                 yield* insertSession(info)
                 for (const message of node.messages) {
-                  yield* sql`INSERT INTO message (id, session_id, role, time_created, data)
-                    VALUES (${message.info.id}, ${info.id}, ${message.info.role}, ${message.info.time.created}, ${JSON.stringify(message.info)})`
+                  yield* sql`INSERT INTO message (id, session_id, role, time_created, data, rev)
+                    VALUES (${message.info.id}, ${info.id}, ${message.info.role}, ${message.info.time.created}, ${JSON.stringify(message.info)}, ${newRev()})`
                   for (const part of message.parts) yield* writePart(part)
                 }
                 if (node.todos && node.todos.length > 0) {

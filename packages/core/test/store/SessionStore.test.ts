@@ -354,6 +354,39 @@ describe("export and import", () => {
     }))
 })
 
+describe("two connections to one file", () => {
+  it.scoped("a store that has loaded a session sees what another one wrote since, down to an import under the same ids", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const file = box.path("home/agent.db")
+      const reader = Context.get(yield* Layer.build(storeLayer(box, file)), SessionStore)
+      const writer = Context.get(yield* Layer.build(storeLayer(box, file)), SessionStore)
+      const texts = (loaded: ReadonlyArray<{ parts: ReadonlyArray<{ type: string }> }>) =>
+        loaded.flatMap((message) => message.parts.flatMap((part) => (part.type === "text" ? [(part as { text: string }).text] : [])))
+
+      const session = yield* reader.create({ title: "shared" })
+      const user = TestData.userMessage(session.id)
+      const part = TestData.textPart(user, "first")
+      yield* reader.upsertMessage(user)
+      yield* reader.upsertPart(part)
+      expect(texts(yield* reader.messages(session.id))).toEqual(["first"])
+
+      // the same row rewritten elsewhere with text of the same length
+      yield* writer.upsertPart({ ...part, text: "other" })
+      yield* writer.upsertMessage({ ...user, agent: "plan" })
+      const seen = yield* reader.messages(session.id)
+      expect(texts(seen)).toEqual(["other"])
+      expect(seen[0]!.info.role === "user" && seen[0]!.info.agent).toBe("plan")
+
+      // deleted and imported again with the same ids and changed text
+      const exported = SessionStore.encodeExport(yield* writer.exportSession(session.id))
+      yield* writer.remove(session.id)
+      yield* writer.importSession(JSON.parse(JSON.stringify(exported).replace('"text":"other"', '"text":"third"')))
+      expect(texts(yield* reader.messages(session.id))).toEqual(["third"])
+      expect(texts([yield* reader.getMessage(session.id, user.id)])).toEqual(["third"])
+    }))
+})
+
 describe("import of a file that does not fit together", () => {
   it.scoped("is refused with what is wrong, and writes nothing", () =>
     withStore((store, sql) =>
@@ -425,7 +458,7 @@ describe("database file", () => {
         const sql = yield* SqlClient.SqlClient
         expect((yield* (yield* SessionStore).get(id)).title).toBe("kept")
         const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations`
-        expect(migrations.map((row) => row.migration_id)).toEqual([1, 2])
+        expect(migrations.map((row) => row.migration_id)).toEqual([1, 2, 3])
         const pragma = (name: string) => sql.unsafe<Record<string, unknown>>(`PRAGMA ${name}`).pipe(Effect.map((rows) => Object.values(rows[0]!)[0]))
         expect(yield* pragma("journal_mode")).toBe("wal")
         expect(yield* pragma("auto_vacuum")).toBe(2)
@@ -450,7 +483,7 @@ describe("database file", () => {
 
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        expect((yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`).map((row) => row.migration_id)).toEqual([1, 2])
+        expect((yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`).map((row) => row.migration_id)).toEqual([1, 2, 3])
         expect((yield* (yield* SessionStore).get(id)).title).toBe("from version 1")
         expect(yield* count(sql, "session_diff")).toBe(0)
       }).pipe(Effect.provide(storeLayer(box, file)))
