@@ -1,4 +1,4 @@
-import { type MessageID, MessageNotFound, type SessionID, SessionImportError, SessionNotFound, type TokenUsage } from "@agent/domain"
+import { type MessageID, MessageNotFound, type MessageWithParts, type SessionID, SessionImportError, SessionNotFound, type TokenUsage } from "@agent/domain"
 import { TestData, TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -361,8 +361,8 @@ describe("two connections to one file", () => {
       const file = box.path("home/agent.db")
       const reader = Context.get(yield* Layer.build(storeLayer(box, file)), SessionStore)
       const writer = Context.get(yield* Layer.build(storeLayer(box, file)), SessionStore)
-      const texts = (loaded: ReadonlyArray<{ parts: ReadonlyArray<{ type: string }> }>) =>
-        loaded.flatMap((message) => message.parts.flatMap((part) => (part.type === "text" ? [(part as { text: string }).text] : [])))
+      const texts = (loaded: ReadonlyArray<MessageWithParts>) =>
+        loaded.flatMap((message) => message.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])))
 
       const session = yield* reader.create({ title: "shared" })
       const user = TestData.userMessage(session.id)
