@@ -30,9 +30,11 @@ describe("WalCheckpoint", () => {
         expect(sizeOf(file)).toBeGreaterThan(300 * 1000)
         // bursts far past 1000 pages: the log still starts over instead of growing with them
         yield* writeRows(3000, 4096)
-        const afterOne = sizeOf(`${file}-wal`)
         yield* writeRows(6000, 4096)
-        expect(sizeOf(`${file}-wal`)).toBeLessThan(Math.max(afterOne, 8 * 1024 * 1024) * 1.5)
+        // The 9000 rows take two pages each: a log that never started over would hold ~74 MB of frames.
+        // A quiet machine ends at 4–6 MB; on a loaded one the worker's checkpoint runs long, the writer's
+        // own cannot run meanwhile, and the log grows further (14 MB once in CI) before starting over.
+        expect(sizeOf(`${file}-wal`)).toBeLessThan(32 * 1024 * 1024)
         const sql = yield* SqlClient.SqlClient
         const [row] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM blob`
         expect(row?.n).toBe(9300)
