@@ -378,10 +378,23 @@ describe("two connections to one file", () => {
       expect(texts(seen)).toEqual(["other"])
       expect(seen[0]!.info.role === "user" && seen[0]!.info.agent).toBe("plan")
 
+      // written by something that does not know about revisions (an older version, the sqlite3 shell)
+      const sql = Context.get(yield* Layer.build(storeLayer(box, file)), SqlClient.SqlClient)
+      yield* sql.unsafe("UPDATE part SET data = replace(data, '\"text\":\"other\"', '\"text\":\"shell\"') WHERE id = ?", [part.id])
+      expect(texts(yield* reader.messages(session.id))).toEqual(["shell"])
+      yield* sql.unsafe("DELETE FROM part WHERE id = ?", [part.id])
+      yield* sql.unsafe("INSERT INTO part (id, message_id, session_id, type, data) VALUES (?, ?, ?, 'text', ?)", [
+        part.id,
+        user.id,
+        session.id,
+        JSON.stringify({ ...part, text: "again" })
+      ])
+      expect(texts(yield* reader.messages(session.id))).toEqual(["again"])
+
       // deleted and imported again with the same ids and changed text
       const exported = SessionStore.encodeExport(yield* writer.exportSession(session.id))
       yield* writer.remove(session.id)
-      yield* writer.importSession(JSON.parse(JSON.stringify(exported).replace('"text":"other"', '"text":"third"')))
+      yield* writer.importSession(JSON.parse(JSON.stringify(exported).replace('"text":"again"', '"text":"third"')))
       expect(texts(yield* reader.messages(session.id))).toEqual(["third"])
       expect(texts([yield* reader.getMessage(session.id, user.id)])).toEqual(["third"])
     }))
