@@ -177,8 +177,9 @@ const encodeExport = Schema.encodeSync(SessionExportSchema)
 // The writes of every step, as fixed text: a `sql` template is compiled again on each call.
 const PART_UPSERT = `INSERT INTO part (id, message_id, session_id, type, status, owner, data, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev, status = excluded.status, owner = excluded.owner`
-const MESSAGE_UPSERT = `INSERT INTO message (id, session_id, role, time_created, data, rev) VALUES (?, ?, ?, ?, ?, ?)
-  ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev`
+// Fork and import insert without the upsert clause: a message id already taken there is an error.
+const MESSAGE_INSERT = `INSERT INTO message (id, session_id, role, time_created, data, rev) VALUES (?, ?, ?, ?, ?, ?)`
+const MESSAGE_UPSERT = `${MESSAGE_INSERT} ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev`
 
 const ADD_USAGE = `WITH RECURSIVE chain(id) AS (
     SELECT ? UNION ALL SELECT s.parent_id FROM session s JOIN chain c ON s.id = c.id WHERE s.parent_id IS NOT NULL
@@ -192,6 +193,9 @@ const ADD_USAGE = `WITH RECURSIVE chain(id) AS (
 
 /** A new revision for a row whose data is written (see migration 0003). */
 const newRev = () => Math.floor(Math.random() * 2 ** 53)
+
+const messageRow = (message: Message): ReadonlyArray<unknown> =>
+  [message.id, message.sessionID, message.role, message.time.created, JSON.stringify(message), newRev()]
 
 /**
  * Decoded rows by id, reused while the row's revision is unchanged: the loop reloads a
@@ -635,7 +639,7 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
 
       const upsertMessage = Effect.fnUntraced(function*(message: Message) {
         yield* write(
-          sql.unsafe(MESSAGE_UPSERT, [message.id, message.sessionID, message.role, message.time.created, JSON.stringify(message), newRev()])
+          sql.unsafe(MESSAGE_UPSERT, messageRow(message))
         )
         yield* bus.publish({ type: "message.updated", properties: { info: message } })
       })
@@ -770,8 +774,7 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
                 const info: Message = message.info.role === "assistant"
                   ? { ...message.info, id: remap(message.info.id), sessionID: session.id, parentID: remap(message.info.parentID) }
                   : { ...message.info, id: remap(message.info.id), sessionID: session.id }
-                yield* sql`INSERT INTO message (id, session_id, role, time_created, data, rev)
-                  VALUES (${info.id}, ${session.id}, ${info.role}, ${info.time.created}, ${JSON.stringify(info)}, ${newRev()})`
+                yield* sql.unsafe(MESSAGE_INSERT, messageRow(info))
                 for (const part of message.parts) {
                   const copy: Part = {
                     ...part,
@@ -849,8 +852,7 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
                 const info = new Session({ ...(node === tree ? root : node.info), projectID: instance.projectID as ProjectID })
                 yield* insertSession(info)
                 for (const message of node.messages) {
-                  yield* sql`INSERT INTO message (id, session_id, role, time_created, data, rev)
-                    VALUES (${message.info.id}, ${info.id}, ${message.info.role}, ${message.info.time.created}, ${JSON.stringify(message.info)}, ${newRev()})`
+                  yield* sql.unsafe(MESSAGE_INSERT, messageRow(message.info))
                   for (const part of message.parts) yield* writePart(part)
                 }
                 if (node.todos && node.todos.length > 0) {

@@ -16,9 +16,9 @@ export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE message ADD COLUMN rev INTEGER NOT NULL DEFAULT 0`
   yield* sql`ALTER TABLE part ADD COLUMN rev INTEGER NOT NULL DEFAULT 0`
+  // 53 bits, the integers a JavaScript number holds exactly
+  const fresh = "random() & 9007199254740991"
   for (const table of ["message", "part"]) {
-    // 53 bits, the integers a JavaScript number holds exactly
-    const fresh = "random() & 9007199254740991"
     yield* sql.unsafe(`CREATE TRIGGER ${table}_rev_on_update AFTER UPDATE OF data ON ${table}
       WHEN NEW.rev = OLD.rev BEGIN UPDATE ${table} SET rev = ${fresh} WHERE id = NEW.id; END`)
     yield* sql.unsafe(`CREATE TRIGGER ${table}_rev_on_insert AFTER INSERT ON ${table}
