@@ -7,8 +7,12 @@ import { afterStartup } from "./EngineFlags.js"
  * the MCP SDK, SQLite). Command definitions import only `@effect/cli` and `effect`.
  * Once the module is evaluated, the process is past its startup (see EngineFlags.ts).
  */
-export const lazy = <M, A, E, R>(load: () => Promise<M>, run: (module: M) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+export const lazy = <M, A, E, R>(
+  load: () => Promise<M>,
+  run: (module: M) => Effect.Effect<A, E, R>,
+  engine?: Parameters<typeof afterStartup>[0]
+): Effect.Effect<A, E, R> =>
   Effect.flatMap(Effect.promise(load), (module) => Effect.suspend(() => {
-    afterStartup()
+    afterStartup(engine)
     return run(module)
   }))

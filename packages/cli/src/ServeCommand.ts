@@ -19,6 +19,11 @@ export const serveConfig = {
 
 export type ServeInput = Command.Command.ParseConfig<typeof serveConfig>
 
-export const serveCommand = Command.make("serve", serveConfig, (input) => lazy(() => import("./Serve.js"), (module) => module.serve(input))).pipe(
+// A long-running server: its young generation is not capped (see EngineFlags.ts).
+export const serveCommand = Command.make(
+  "serve",
+  serveConfig,
+  (input) => lazy(() => import("./Serve.js"), (module) => module.serve(input), { capYoungGeneration: false })
+).pipe(
   Command.withDescription("Serve the HTTP API and event stream (OpenCode-compatible session routes); SIGTERM stops it cleanly")
 )
