@@ -12,7 +12,7 @@ import type { ServeInput } from "./ServeCommand.js"
  * forced yield in the middle of one step's synchronous work only shares the thread out, so that a
  * burst of steps all finish late instead of one after another, and each yield costs a scheduler
  * turn. At this bound a fiber switches at real waits (I/O, timers, queues) and practically never
- * on a count. bench:server's varied phase, 12 interleaved pairs at load 0.5–2.3: p99 lower in 10,
+ * on a count. bench:server's varied phase, 12 interleaved pairs at load 0.3–2.3: p99 lower in 10,
  * equal in 1, higher in 1 (medians over the runs 80 vs 89.5 ms; 47–49 vs 51–74 ms in the quiet set).
  */
 const MAX_OPS_BEFORE_YIELD = 100_000_000
