@@ -73,6 +73,9 @@ export const looksBinary = (sample: Uint8Array): boolean => {
   return control / sample.length > 0.3
 }
 
+/** Files up to this size are read in one call; larger ones are streamed in chunks of this size. */
+const STREAM_CHUNK = 64 * 1024
+
 const headOf = async (file: string): Promise<Uint8Array> => {
   const handle = await fsp.open(file, "r")
   try {
@@ -84,8 +87,13 @@ const headOf = async (file: string): Promise<Uint8Array> => {
   }
 }
 
+const readWhole = (file: string, signal: AbortSignal) =>
+  new Promise<Buffer>((resolve, reject) =>
+    fs.readFile(file, { signal }, (error, data) => (error ? reject(error) : resolve(data)))
+  )
+
 // ---------------------------------------------------------------------------------------------
-// Text: streamed, so a huge file costs a scan, never its size in memory
+// Text: a small file in one read, a large one streamed
 
 interface Slice {
   /** The shown lines, already cut to the line length limit. */
@@ -105,94 +113,107 @@ const cutLine = (line: string): string => {
     : text
 }
 
-/** Reads lines `start..start+limit-1`; afterwards only counts newlines (on raw bytes) to know the total. */
-const scanLines = async (file: string, start: number, limit: number, signal: AbortSignal): Promise<Slice> => {
-  const stream = fs.createReadStream(file, { highWaterMark: 64 * 1024, signal })
-  const decoder = new StringDecoder("utf8")
-  const lines: Array<string> = []
-  let bytes = 0
-  let complete = 0 // lines ended by a newline so far
-  let partial = "" // text of the line being read, kept only if it will be shown (and bounded)
-  let open = false // characters after the last newline
-  let collecting = true
-  let more = false
-  let capped = false
+/**
+ * Takes lines `start..start+limit-1` from a file fed to it in chunks; after those it only counts
+ * newlines (on raw bytes) to know the total.
+ */
+class LineScanner {
+  private readonly decoder = new StringDecoder("utf8")
+  private readonly lines: Array<string> = []
+  private bytes = 0
+  private complete = 0 // lines ended by a newline so far
+  private partial = "" // text of the line being read, kept only if it will be shown (and bounded)
+  private open = false // characters after the last newline
+  private collecting = true
+  private more = false
+  private capped = false
+
+  constructor(private readonly start: number, private readonly limit: number) {}
 
   /** Takes a finished line; false when no further line will be shown. */
-  const take = (line: string): boolean => {
-    complete++
-    if (complete < start) return true
-    if (lines.length >= limit) {
-      more = true
+  private take(line: string): boolean {
+    this.complete++
+    if (this.complete < this.start) return true
+    if (this.lines.length >= this.limit) {
+      this.more = true
       return false
     }
     const shown = cutLine(line)
-    const size = Buffer.byteLength(shown, "utf8") + (lines.length > 0 ? 1 : 0)
-    if (bytes + size > MAX_BYTES) {
-      capped = true
-      more = true
+    const size = Buffer.byteLength(shown, "utf8") + (this.lines.length > 0 ? 1 : 0)
+    if (this.bytes + size > MAX_BYTES) {
+      this.capped = true
+      this.more = true
       return false
     }
-    lines.push(shown)
-    bytes += size
+    this.lines.push(shown)
+    this.bytes += size
     return true
   }
 
-  const countNewlines = (chunk: Buffer) => {
-    for (let index = chunk.indexOf(10); index !== -1; index = chunk.indexOf(10, index + 1)) complete++
-    if (chunk.length > 0) open = chunk[chunk.length - 1] !== 10
+  /** Feeds the next chunk; false once the 50 KB cap stopped the scan (the rest need not be read). */
+  push(buffer: Buffer): boolean {
+    if (!this.collecting) {
+      for (let index = buffer.indexOf(10); index !== -1; index = buffer.indexOf(10, index + 1)) this.complete++
+      if (buffer.length > 0) this.open = buffer[buffer.length - 1] !== 10
+      return true
+    }
+    const chunk = this.decoder.write(buffer)
+    let position = 0
+    while (position < chunk.length) {
+      const newline = chunk.indexOf("\n", position)
+      const piece = newline === -1 ? chunk.slice(position) : chunk.slice(position, newline)
+      if (this.complete + 1 >= this.start && this.partial.length <= MAX_LINE_LENGTH + 1) {
+        this.partial = (this.partial + piece).slice(0, MAX_LINE_LENGTH + 2)
+      }
+      if (newline === -1) {
+        this.open = this.open || piece.length > 0
+        break
+      }
+      this.collecting = this.take(this.partial)
+      this.partial = ""
+      this.open = false
+      position = newline + 1
+      if (!this.collecting) {
+        // The rest of this chunk is only counted.
+        const rest = chunk.slice(position)
+        for (let index = rest.indexOf("\n"); index !== -1; index = rest.indexOf("\n", index + 1)) this.complete++
+        if (rest.length > 0) this.open = !rest.endsWith("\n")
+        break
+      }
+    }
+    return !this.capped
   }
 
+  /** The slice, once the file has been fed to the end (or the cap stopped the scan). */
+  finish(): Slice {
+    if (!this.capped) {
+      if (this.collecting) {
+        const rest = this.decoder.end()
+        if (rest.length > 0) {
+          this.partial = (this.partial + rest).slice(0, MAX_LINE_LENGTH + 2)
+          this.open = true
+        }
+        if (this.open) this.collecting = this.take(this.partial)
+      } else if (this.open) {
+        this.complete++
+      }
+    }
+    return { lines: this.lines, total: this.complete, more: this.more, capped: this.capped }
+  }
+}
+
+/** Streams a large file through a scanner, so a huge file costs a scan, never its size in memory. */
+const scanLines = async (file: string, start: number, limit: number, signal: AbortSignal): Promise<Slice> => {
+  const scanner = new LineScanner(start, limit)
+  const stream = fs.createReadStream(file, { highWaterMark: STREAM_CHUNK, signal })
   try {
     for await (const buffer of stream as AsyncIterable<Buffer>) {
-      if (!collecting) {
-        countNewlines(buffer)
-        continue
-      }
-      const chunk = decoder.write(buffer)
-      let position = 0
-      while (position < chunk.length) {
-        const newline = chunk.indexOf("\n", position)
-        const piece = newline === -1 ? chunk.slice(position) : chunk.slice(position, newline)
-        if (complete + 1 >= start && partial.length <= MAX_LINE_LENGTH + 1) {
-          partial = (partial + piece).slice(0, MAX_LINE_LENGTH + 2)
-        }
-        if (newline === -1) {
-          open = open || piece.length > 0
-          break
-        }
-        collecting = take(partial)
-        partial = ""
-        open = false
-        position = newline + 1
-        if (!collecting) {
-          // The rest of this chunk is only counted.
-          const rest = chunk.slice(position)
-          for (let index = rest.indexOf("\n"); index !== -1; index = rest.indexOf("\n", index + 1)) complete++
-          if (rest.length > 0) open = !rest.endsWith("\n")
-          break
-        }
-      }
-      if (capped) break
+      if (!scanner.push(buffer)) break
     }
   } finally {
     stream.destroy()
   }
-  if (capped) return { lines, total: complete, more, capped }
-  if (collecting) {
-    const rest = decoder.end()
-    if (rest.length > 0) {
-      partial = (partial + rest).slice(0, MAX_LINE_LENGTH + 2)
-      open = true
-    }
-    if (open) {
-      collecting = take(partial)
-      if (capped) return { lines, total: complete, more, capped }
-    }
-  } else if (open) {
-    complete++
-  }
-  return { lines, total: complete, more, capped }
+  return scanner.finish()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,19 +326,24 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           }
         }
 
-        const head = yield* Effect.tryPromise({
-          try: () => headOf(file),
-          catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
-        })
-        if (BINARY_EXTENSIONS.has(path.extname(file).toLowerCase()) || looksBinary(head)) {
-          return yield* fail(`Cannot read binary file: ${file}`)
-        }
-
+        if (BINARY_EXTENSIONS.has(path.extname(file).toLowerCase())) return yield* fail(`Cannot read binary file: ${file}`)
         const limit = params.limit || DEFAULT_LIMIT
+        // A small file (most reads) costs one read; a large one a look at its head, then a scan.
         const slice = yield* Effect.tryPromise({
-          try: () => scanLines(file, start, limit, context.abort),
+          try: async (): Promise<Slice | "binary"> => {
+            if (stat.size <= STREAM_CHUNK) {
+              const data = await readWhole(file, context.abort)
+              if (looksBinary(data.subarray(0, 4096))) return "binary"
+              const scanner = new LineScanner(start, limit)
+              scanner.push(data)
+              return scanner.finish()
+            }
+            if (looksBinary(await headOf(file))) return "binary"
+            return await scanLines(file, start, limit, context.abort)
+          },
           catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
         })
+        if (slice === "binary") return yield* fail(`Cannot read binary file: ${file}`)
         if (!slice.capped && start > slice.total && !(slice.total === 0 && start === 1)) {
           return yield* fail(`Offset ${start} is out of range for this file (${slice.total} lines)`)
         }

@@ -140,6 +140,27 @@ describe("read: text files", () => {
       expect(result.truncated).toBe(true)
     }))
 
+  it.scopedLive("a small file (read at once) and a large one (streamed) show the same multi-byte lines", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      const text = (n: number) => `ünïcødé 日本語 ${n} ${"é".repeat(n % 7)}`
+      box.write("project/small.txt", numbered(100, text))
+      box.write("project/large.txt", numbered(5000, text)) // about 150 KB: streamed in 64 KB chunks
+      expect(fs.statSync(box.path("project/large.txt")).size).toBeGreaterThan(128 * 1024)
+      const expected = [41, 42, 43].map((n) => `${n}: ${text(n)}`).join("\n")
+      const small = yield* run(tool, { filePath: "small.txt", offset: 41, limit: 3 }, makeContext().context)
+      expect(small.output).toContain(`${expected}\n\n(Showing lines 41-43 of 100. Use offset=44 to continue.)`)
+      const large = yield* run(tool, { filePath: "large.txt", offset: 41, limit: 3 }, makeContext().context)
+      expect(large.output).toContain(`${expected}\n\n(Showing lines 41-43 of 5000. Use offset=44 to continue.)`)
+      // A character cut by a chunk boundary comes out whole: 1000 lines of 65 bytes, then a line
+      // whose 3-byte character starts at byte 65 535, one byte before the first chunk ends.
+      const straddle = `${"a".repeat(535)}語語 tail`
+      box.write("project/cut.txt", `${"a".repeat(64)}\n`.repeat(1000) + `${straddle}\n` + `${"語".repeat(30)}\n`.repeat(2000))
+      expect(Buffer.from(fs.readFileSync(box.path("project/cut.txt"))).subarray(65535, 65538).toString()).toBe("語")
+      const cut = yield* run(tool, { filePath: "cut.txt", offset: 1001, limit: 2 }, makeContext().context)
+      expect(cut.output).toContain(`<content>\n1001: ${straddle}\n1002: ${"語".repeat(30)}\n\n(Showing lines 1001-1002 of 3001.`)
+    }))
+
   it.scopedLive("an empty file has zero lines", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
@@ -192,7 +213,9 @@ describe("read: directories, binaries, images, missing files", () => {
       fs.writeFileSync(box.path("project/blob.xyz"), Buffer.from([0x41, 0x00, 0x42, 0x43]))
       box.write("project/archive.zip", "looks like text")
       fs.writeFileSync(box.path("project/noise.txt"), Buffer.from(Array.from({ length: 100 }, (_, index) => (index % 2 ? 1 : 65))))
-      for (const name of ["blob.xyz", "archive.zip", "noise.txt"]) {
+      // Past 64 KB a file is streamed: its head is looked at first.
+      fs.writeFileSync(box.path("project/large.out"), Buffer.concat([Buffer.from([0x7f, 0x45, 0x00, 0x01]), Buffer.alloc(100 * 1024, 0x41)]))
+      for (const name of ["blob.xyz", "archive.zip", "noise.txt", "large.out"]) {
         const exit = yield* Effect.exit(run(tool, { filePath: name }, makeContext().context))
         expect(failureOf(exit).message).toBe(`Cannot read binary file: ${box.path(`project/${name}`)}`)
       }
