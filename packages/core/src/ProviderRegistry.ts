@@ -3,6 +3,7 @@ import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Context, Effect, Layer, Schema } from "effect"
 import { ConfigService } from "./ConfigService.js"
 import { Instance } from "./Instance.js"
+import { modelFetch } from "./ModelTransport.js"
 
 /** What the runtime knows about a model: limits for overflow checks, prices for cost. */
 export interface ModelInfo {
@@ -217,7 +218,7 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
       const baseURL = configured?.options?.baseURL
       const headers = configured?.options?.headers
       const modelID = configured?.models?.[ref.modelID]?.id ?? ref.modelID
-      const common = { ...(baseURL ? { baseURL } : {}), ...(headers ? { headers } : {}) }
+      const common = { ...(baseURL ? { baseURL } : {}), ...(headers ? { headers } : {}), fetch: modelFetch }
       const load = <A>(make: () => Promise<A>) =>
         Effect.tryPromise({
           try: make,
@@ -234,6 +235,7 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
               name: ref.providerID,
               baseURL: baseURL!,
               includeUsage: true,
+              fetch: modelFetch,
               ...(apiKey ? { apiKey } : {}),
               ...(headers ? { headers } : {})
             }).chatModel(modelID)

@@ -1,3 +1,4 @@
+import { modelFetch } from "@agent/core"
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import { APICallError } from "@ai-sdk/provider"
@@ -6,14 +7,21 @@ import { generateText, stepCountIs, streamText } from "ai"
 import { Effect } from "effect"
 import { collect, collectUntilFailure, quiet, readTool, timed } from "./support.js"
 
-const chatModel = (server: MockOpenAIServer.MockOpenAIServer, includeUsage = true) =>
-  createOpenAICompatible({ name: "mock", baseURL: server.url, apiKey: "test-key", includeUsage }).chatModel("gpt-mock")
 
 
 const errorsOf = (parts: ReadonlyArray<{ type: string }>): Array<unknown> =>
   parts.flatMap((part) => part.type === "error" && "error" in part ? [part.error] : [])
 
-describe("MockOpenAIServer", () => {
+// Every case runs over node's fetch and over the transport the providers are given (modelFetch):
+// both must look the same to the SDK.
+describe.each([
+  { transport: "node's fetch", viaFetch: undefined },
+  { transport: "modelFetch", viaFetch: modelFetch }
+])("MockOpenAIServer over $transport", ({ viaFetch }) => {
+  const chatModel = (server: MockOpenAIServer.MockOpenAIServer, includeUsage = true) =>
+    createOpenAICompatible({ name: "mock", baseURL: server.url, apiKey: "test-key", includeUsage, ...(viaFetch ? { fetch: viaFetch } : {}) })
+      .chatModel("gpt-mock")
+
   it.scopedLive("streams text and usage over SSE to @ai-sdk/openai-compatible", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([

@@ -1,0 +1,160 @@
+import * as http from "node:http"
+import * as https from "node:https"
+import type { Readable } from "node:stream"
+import * as zlib from "node:zlib"
+
+/**
+ * The `fetch` the model providers are given: a JSON POST and its streamed answer over node's own
+ * HTTP client, with keep-alive connections. Node's built-in fetch (undici) costs about 0.5 ms more
+ * CPU per model call (measured with the OpenAI-compatible provider: 2.4 against 1.9 ms per call
+ * with a 19-step history), and it keeps the request body alive until the answer has ended, which
+ * on a server with many sessions moves tens of KB per step into the old generation.
+ *
+ * What it does not handle it hands to the platform's fetch: a `Request` object, a body that is not
+ * a string, a scheme other than http(s), and redirects (the request is sent again by fetch, which
+ * follows them). Failures look like fetch's, so the SDKs classify them as before: a connection that
+ * cannot be made rejects with `TypeError("fetch failed")` carrying the cause, a body cut off midway
+ * errors the stream with `TypeError("terminated")`, an abort rejects (or errors the stream) with
+ * the signal's reason.
+ */
+export const modelFetch: typeof globalThis.fetch = (input, init) => {
+  if (typeof input !== "string" && !(input instanceof URL)) return globalThis.fetch(input, init)
+  const body = init?.body
+  if (body !== undefined && body !== null && typeof body !== "string") return globalThis.fetch(input, init)
+  const url = typeof input === "string" ? new URL(input) : input
+  if (url.protocol !== "http:" && url.protocol !== "https:") return globalThis.fetch(input, init)
+  return send(url, init ?? {}, body ?? undefined).then((answer) =>
+    answer === "redirect" ? globalThis.fetch(input, init) : answer
+  )
+}
+
+/** Idle time allowed on the connection, waiting for headers or for the next bytes of the body (undici's default). */
+const IDLE_TIMEOUT_MS = 300_000
+
+const agents = {
+  http: new http.Agent({ keepAlive: true }),
+  https: new https.Agent({ keepAlive: true })
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
+const NULL_BODY = new Set([101, 204, 205, 304])
+
+const abortReason = (signal: AbortSignal): unknown =>
+  signal.reason ?? new DOMException("This operation was aborted", "AbortError")
+
+const send = (url: URL, init: RequestInit, body: string | undefined) =>
+  new Promise<Response | "redirect">((resolve, reject) => {
+    const signal = init.signal ?? undefined
+    if (signal?.aborted) return reject(abortReason(signal))
+    const method = (init.method ?? "GET").toUpperCase()
+    const headers: Record<string, string> = {}
+    new Headers(init.headers).forEach((value, name) => {
+      headers[name] = value
+    })
+    const payload = body === undefined ? undefined : Buffer.from(body)
+    if (payload !== undefined || method === "POST" || method === "PUT" || method === "PATCH") {
+      headers["content-length"] = String(payload?.length ?? 0)
+    }
+    const secure = url.protocol === "https:"
+    // Set once the answer's body is being read: later failures end that stream instead.
+    let failBody: ((error: unknown) => void) | undefined
+    let request: http.ClientRequest
+    const onAbort = () => {
+      const reason = abortReason(signal!)
+      request.destroy()
+      if (failBody) failBody(reason)
+      else reject(reason)
+    }
+    const done = () => signal?.removeEventListener("abort", onAbort)
+    signal?.addEventListener("abort", onAbort, { once: true })
+
+    const attempt = (retried: boolean) => {
+      request = (secure ? https : http).request(url, { method, headers, agent: secure ? agents.https : agents.http })
+      request.setTimeout(IDLE_TIMEOUT_MS, () =>
+        request.destroy(new Error(`no data from ${url.host} for ${IDLE_TIMEOUT_MS / 1000} s`)))
+      request.once("error", (error: NodeJS.ErrnoException) => {
+        if (signal?.aborted) return // onAbort has settled it
+        if (failBody) return failBody(Object.assign(new TypeError("terminated"), { cause: error }))
+        // A kept-alive connection the server closed as it was reused: nothing reached the server,
+        // so the request goes once more, on a new connection (what node's docs advise).
+        if (!retried && request.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
+          return attempt(true)
+        }
+        done()
+        reject(Object.assign(new TypeError("fetch failed"), { cause: error }))
+      })
+      request.once("response", (response) => answer(response))
+      request.end(payload)
+    }
+
+    const answer = (response: http.IncomingMessage) => {
+      const status = response.statusCode ?? 0
+      if (REDIRECTS.has(status) && response.headers.location) {
+        done()
+        response.resume()
+        return resolve("redirect")
+      }
+      const answerHeaders = new Headers()
+      for (let index = 0; index + 1 < response.rawHeaders.length; index += 2) {
+        answerHeaders.append(response.rawHeaders[index]!, response.rawHeaders[index + 1]!)
+      }
+      if (NULL_BODY.has(status) || method === "HEAD") {
+        done()
+        response.resume()
+        return resolve(new Response(null, { status, statusText: response.statusMessage ?? "", headers: answerHeaders }))
+      }
+      const source = decoded(response)
+      let finished = false
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          failBody = (error) => {
+            if (finished) return
+            finished = true
+            done()
+            controller.error(error)
+            if (source !== response) source.destroy()
+          }
+          source.on("data", (chunk: Buffer) => {
+            controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+            if ((controller.desiredSize ?? 1) <= 0) source.pause()
+          })
+          source.once("end", () => {
+            if (finished) return
+            finished = true
+            done()
+            controller.close()
+          })
+          source.once("error", (error) => failBody!(Object.assign(new TypeError("terminated"), { cause: error })))
+          // The connection closed before the body ended (no error event on some paths).
+          response.once("close", () => {
+            if (!response.complete && !signal?.aborted) failBody!(Object.assign(new TypeError("terminated"), { cause: new Error("the connection closed before the answer ended") }))
+          })
+        },
+        pull() {
+          source.resume()
+        },
+        cancel() {
+          finished = true
+          done()
+          request.destroy()
+        }
+      }, { highWaterMark: 16 })
+      resolve(new Response(stream, { status, statusText: response.statusMessage ?? "", headers: answerHeaders }))
+    }
+    attempt(false)
+  })
+
+/** The body as sent, or decompressed when the server compressed it unasked. */
+const decoded = (response: http.IncomingMessage): Readable => {
+  switch (response.headers["content-encoding"]?.trim().toLowerCase()) {
+    case "gzip":
+    case "x-gzip":
+      return response.pipe(zlib.createGunzip({ flush: zlib.constants.Z_SYNC_FLUSH }))
+    case "deflate":
+      return response.pipe(zlib.createInflate({ flush: zlib.constants.Z_SYNC_FLUSH }))
+    case "br":
+      return response.pipe(zlib.createBrotliDecompress({ flush: zlib.constants.BROTLI_OPERATION_FLUSH }))
+    default:
+      return response
+  }
+}
