@@ -69,29 +69,31 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
     signal?.addEventListener("abort", onAbort, { once: true })
 
     const attempt = (retried: boolean) => {
-      request = (secure ? https : http).request(url, { method, headers, agent: secure ? agents.https : agents.http })
-      request.setTimeout(IDLE_TIMEOUT_MS, () =>
-        request.destroy(new Error(`no data from ${url.host} for ${IDLE_TIMEOUT_MS / 1000} s`)))
-      request.once("error", (error: NodeJS.ErrnoException) => {
-        if (signal?.aborted) return // onAbort has settled it
+      const current = (secure ? https : http).request(url, { method, headers, agent: secure ? agents.https : agents.http })
+      request = current
+      current.setTimeout(IDLE_TIMEOUT_MS, () =>
+        current.destroy(new Error(`no data from ${url.host} for ${IDLE_TIMEOUT_MS / 1000} s`)))
+      // `on`, not `once`: an error event without a listener would end the process.
+      current.on("error", (error: NodeJS.ErrnoException) => {
+        if (current !== request || signal?.aborted) return // retried, or settled by onAbort
         if (failBody) return failBody(Object.assign(new TypeError("terminated"), { cause: error }))
         // A kept-alive connection the server closed as it was reused: nothing reached the server,
         // so the request goes once more, on a new connection (what node's docs advise).
-        if (!retried && request.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
+        if (!retried && current.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
           return attempt(true)
         }
         done()
         reject(Object.assign(new TypeError("fetch failed"), { cause: error }))
       })
-      request.once("response", (response) => answer(response))
-      request.end(payload)
+      current.once("response", (response) => answer(response))
+      current.end(payload)
     }
 
     const answer = (response: http.IncomingMessage) => {
       const status = response.statusCode ?? 0
       if (REDIRECTS.has(status) && response.headers.location) {
         done()
-        response.resume()
+        response.on("error", () => undefined).resume() // drained and dropped: fetch sends it again
         return resolve("redirect")
       }
       const answerHeaders = new Headers()
@@ -100,7 +102,7 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
       }
       if (NULL_BODY.has(status) || method === "HEAD") {
         done()
-        response.resume()
+        response.on("error", () => undefined).resume() // no body to read
         return resolve(new Response(null, { status, statusText: response.statusMessage ?? "", headers: answerHeaders }))
       }
       const source = decoded(response)
@@ -124,7 +126,9 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
             done()
             controller.close()
           })
-          source.once("error", (error) => failBody!(Object.assign(new TypeError("terminated"), { cause: error })))
+          const onError = (error: Error) => failBody!(Object.assign(new TypeError("terminated"), { cause: error }))
+          source.on("error", onError)
+          if (source !== response) response.on("error", onError)
           // The connection closed before the body ended (no error event on some paths).
           response.once("close", () => {
             if (!response.complete && !signal?.aborted) failBody!(Object.assign(new TypeError("terminated"), { cause: new Error("the connection closed before the answer ended") }))

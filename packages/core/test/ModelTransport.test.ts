@@ -190,16 +190,21 @@ describe("modelFetch: the providers' HTTP transport", () => {
       expect((refused as Error).message).toBe("never mind")
     }))
 
-  it.scopedLive("a body cut off midway errors the stream as fetch does (terminated)", () =>
+  it.scopedLive("a body cut off midway errors the stream as fetch does (terminated), compressed or not", () =>
     Effect.gen(function*() {
       const { url } = yield* serve(async (request, response) => {
         await readAll(request)
-        response.writeHead(200, { "content-type": "text/event-stream" })
-        response.write("data: first\n\n", () => setTimeout(() => request.socket.destroy(), 20))
+        const gzip = request.url === "/gzip"
+        response.writeHead(200, { "content-type": "text/event-stream", ...(gzip ? { "content-encoding": "gzip" } : {}) })
+        // Half of a compressed body, or one plain event, then the connection drops.
+        const first = gzip ? zlib.gzipSync("data: first\n\n".repeat(200)).subarray(0, 40) : "data: first\n\n"
+        response.write(first, () => setTimeout(() => request.socket.destroy(), 20))
       })
-      const answer = yield* Effect.promise(() => post(url, {}))
-      const outcome = yield* Effect.promise(() => answer.text().then((text) => text, (error: unknown) => error))
-      expect(outcome).toBeInstanceOf(TypeError)
-      expect((outcome as Error).message).toBe("terminated")
+      for (const path of ["/plain", "/gzip"]) {
+        const answer = yield* Effect.promise(() => post(`${url}${path}`, {}))
+        const outcome = yield* Effect.promise(() => answer.text().then((text) => text, (error: unknown) => error))
+        expect(outcome).toBeInstanceOf(TypeError)
+        expect((outcome as Error).message).toBe("terminated")
+      }
     }))
 })
