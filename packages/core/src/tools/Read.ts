@@ -85,6 +85,22 @@ export const looksBinary = (sample: Uint8Array): boolean => {
 /** Files up to this size are read in one call; larger ones are streamed in chunks of this size. */
 const STREAM_CHUNK = 64 * 1024
 
+/** The whole file, of `size` bytes at its stat; undefined when it has grown since (it is streamed then). */
+const readSmall = (file: string, size: number): Buffer | undefined => {
+  const fd = fs.openSync(file, "r")
+  try {
+    const buffer = Buffer.allocUnsafe(size + 1)
+    let length = 0
+    for (let read = -1; read !== 0 && length < buffer.length;) {
+      read = fs.readSync(fd, buffer, length, buffer.length - length, null)
+      length += read
+    }
+    return length > size ? undefined : buffer.subarray(0, length)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
 const headOf = async (file: string): Promise<Uint8Array> => {
   const handle = await fsp.open(file, "r")
   try {
@@ -335,8 +351,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
         // A small file (most reads) costs one read; a large one a look at its head, then a scan.
         const slice = yield* Effect.tryPromise({
           try: async (): Promise<Slice | "binary"> => {
-            if (stat.size <= STREAM_CHUNK) {
-              const data = fs.readFileSync(file)
+            const data = stat.size <= STREAM_CHUNK ? readSmall(file, stat.size) : undefined
+            if (data !== undefined) {
               if (looksBinary(data.subarray(0, 4096))) return "binary"
               const scanner = new LineScanner(start, limit)
               scanner.push(data)
