@@ -269,6 +269,24 @@ const parseToolCall = (
   return { type: "tool-call", toolCallId: call.toolCallId, toolName, input }
 }
 
+/**
+ * The system prompt as one string, the same string while its parts are the same: every step of
+ * every session of an agent sends the same tens of KB, and the provider holds that string for the
+ * whole model call, long enough to be moved to the old generation; one copy kept here is not.
+ */
+const joinedSystem = (parts: ReadonlyArray<string>): string => {
+  for (const entry of recentSystems) {
+    if (entry.parts.length === parts.length && entry.parts.every((part, index) => part === parts[index])) return entry.joined
+  }
+  const joined = parts.join("\n\n")
+  recentSystems.unshift({ parts: [...parts], joined })
+  if (recentSystems.length > RECENT_SYSTEMS) recentSystems.pop()
+  return joined
+}
+/** Agents (and models) a server runs at once, each with its own system prompt. */
+const RECENT_SYSTEMS = 16
+const recentSystems: Array<{ readonly parts: ReadonlyArray<string>; readonly joined: string }> = []
+
 /** Parts read ahead of the loop before the pump waits for it (an answer's parts are small). */
 const PUMP_HIGH_WATER = 1024
 
@@ -313,7 +331,7 @@ const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> =
     }
     return Effect.tryPromise({
       try: async () => {
-        const prompt = await toProviderPrompt(model, request.system.join("\n\n"), request.messages, controller.signal)
+        const prompt = await toProviderPrompt(model, joinedSystem(request.system), request.messages, controller.signal)
         return model.doStream({
           prompt,
           abortSignal: controller.signal,

@@ -51,9 +51,10 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
     new Headers(init.headers).forEach((value, name) => {
       headers[name] = value
     })
-    const payload = body === undefined ? undefined : Buffer.from(body)
+    // The caller's string, written as it is (no copy), kept for a retry until the answer starts.
+    let payload = body
     if (payload !== undefined || method === "POST" || method === "PUT" || method === "PATCH") {
-      headers["content-length"] = String(payload?.length ?? 0)
+      headers["content-length"] = String(payload === undefined ? 0 : Buffer.byteLength(payload))
     }
     const secure = url.protocol === "https:"
     // Set once the answer's body is being read: later failures end that stream instead.
@@ -90,6 +91,7 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
     }
 
     const answer = (response: http.IncomingMessage) => {
+      payload = undefined
       const status = response.statusCode ?? 0
       if (REDIRECTS.has(status) && response.headers.location) {
         done()
