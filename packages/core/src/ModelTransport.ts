@@ -1,7 +1,8 @@
-import * as http from "node:http"
-import * as https from "node:https"
+import type * as Http from "node:http"
+import type * as Https from "node:https"
+import { createRequire } from "node:module"
 import type { Readable } from "node:stream"
-import * as zlib from "node:zlib"
+import type * as Zlib from "node:zlib"
 
 /**
  * The `fetch` the model providers are given: a JSON POST and its streamed answer over node's own
@@ -31,9 +32,29 @@ export const modelFetch: typeof globalThis.fetch = (input, init) => {
 /** Idle time allowed on the connection, waiting for headers or for the next bytes of the body (undici's default). */
 const IDLE_TIMEOUT_MS = 300_000
 
-const agents = {
-  http: new http.Agent({ keepAlive: true }),
-  https: new https.Agent({ keepAlive: true })
+/**
+ * Node's HTTP client, loaded at the first model call (7 ms of module loading that a command which
+ * calls no model does not pay), with its kept-alive connections.
+ */
+interface Client {
+  readonly http: typeof Http
+  readonly https: typeof Https
+  readonly zlib: typeof Zlib
+  readonly agents: { readonly http: Http.Agent; readonly https: Https.Agent }
+}
+let loaded: Client | undefined
+const client = (): Client => {
+  if (loaded) return loaded
+  const load = createRequire(import.meta.url)
+  const http = load("node:http") as typeof Http
+  const https = load("node:https") as typeof Https
+  loaded = {
+    http,
+    https,
+    zlib: load("node:zlib") as typeof Zlib,
+    agents: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
+  }
+  return loaded
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
@@ -56,10 +77,11 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
     if (payload !== undefined || method === "POST" || method === "PUT" || method === "PATCH") {
       headers["content-length"] = String(payload === undefined ? 0 : Buffer.byteLength(payload))
     }
+    const { http, https, agents, zlib } = client()
     const secure = url.protocol === "https:"
     // Set once the answer's body is being read: later failures end that stream instead.
     let failBody: ((error: unknown) => void) | undefined
-    let request: http.ClientRequest
+    let request: Http.ClientRequest
     const onAbort = () => {
       const reason = abortReason(signal!)
       request.destroy()
@@ -90,7 +112,7 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
       current.end(payload)
     }
 
-    const answer = (response: http.IncomingMessage) => {
+    const answer = (response: Http.IncomingMessage) => {
       payload = undefined
       const status = response.statusCode ?? 0
       if (REDIRECTS.has(status) && response.headers.location) {
@@ -107,7 +129,7 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
         response.on("error", () => undefined).resume() // no body to read
         return resolve(new Response(null, { status, statusText: response.statusMessage ?? "", headers: answerHeaders }))
       }
-      const source = decoded(response)
+      const source = decoded(zlib, response)
       let finished = false
       const stream = new ReadableStream<Uint8Array>({
         start(controller) {
@@ -151,7 +173,7 @@ const send = (url: URL, init: RequestInit, body: string | undefined) =>
   })
 
 /** The body as sent, or decompressed when the server compressed it unasked. */
-const decoded = (response: http.IncomingMessage): Readable => {
+const decoded = (zlib: typeof Zlib, response: Http.IncomingMessage): Readable => {
   switch (response.headers["content-encoding"]?.trim().toLowerCase()) {
     case "gzip":
     case "x-gzip":
