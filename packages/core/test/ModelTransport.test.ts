@@ -50,7 +50,7 @@ const post = (url: string, body: unknown, signal?: AbortSignal) =>
 describe("modelFetch: the providers' HTTP transport", () => {
   it.scopedLive("sends the body and headers, and returns status, headers and the streamed body", () =>
     Effect.gen(function*() {
-      const seen: Array<{ method?: string; auth?: string; type?: string; body: string }> = []
+      const seen: Array<{ method: string | undefined; auth: string | undefined; type: string | undefined; body: string }> = []
       const { url } = yield* serve(async (request, response) => {
         seen.push({ method: request.method, auth: request.headers.authorization, type: request.headers["content-type"], body: await readAll(request) })
         response.writeHead(429, { "retry-after": "7", "content-type": "application/json" })
@@ -112,7 +112,9 @@ describe("modelFetch: the providers' HTTP transport", () => {
   it.scopedLive("a refused connection fails as fetch does, which the provider reports as a retryable connection error", () =>
     Effect.gen(function*() {
       const { url, server } = yield* serve(() => undefined)
-      yield* Effect.async<void>((resume) => server.close(() => resume(Effect.void)))
+      yield* Effect.async<void>((resume) => {
+        server.close(() => resume(Effect.void))
+      })
       const failure = yield* Effect.promise(() => post(url, {}).then(() => undefined, (error: unknown) => error))
       expect((failure as Error).message).toBe("fetch failed")
       expect(((failure as Error).cause as NodeJS.ErrnoException).code).toBe("ECONNREFUSED")
