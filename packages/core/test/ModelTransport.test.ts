@@ -86,7 +86,7 @@ describe("modelFetch: the providers' HTTP transport", () => {
   it.scopedLive("a request that dies on a reused connection before any answer is sent once more", () =>
     Effect.gen(function*() {
       const perConnection = new Map<import("node:net").Socket, number>()
-      let bodies: Array<string> = []
+      const bodies: Array<string> = []
       const { url } = yield* serve(async (request, response) => {
         const body = await readAll(request)
         const count = (perConnection.get(request.socket) ?? 0) + 1
@@ -101,7 +101,6 @@ describe("modelFetch: the providers' HTTP transport", () => {
       expect(bodies).toEqual(['{"n":1}', '{"n":2}'])
       expect(perConnection.size).toBe(2)
       // A fresh connection that dies is not retried: that is the server's answer.
-      bodies = []
       const { url: dying } = yield* serve((request) => request.socket.destroy())
       const failure = yield* Effect.promise(() => post(dying, {}).then(() => undefined, (error: unknown) => error))
       expect(failure).toBeInstanceOf(TypeError)

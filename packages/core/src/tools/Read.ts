@@ -71,6 +71,9 @@ const statOf = (file: string) =>
 // ---------------------------------------------------------------------------------------------
 // Binary detection
 
+/** How much of a file's start `looksBinary` is shown. */
+const SNIFF_BYTES = 4096
+
 /** A NUL byte or more than 30% control characters in the first 4 KB. */
 export const looksBinary = (sample: Uint8Array): boolean => {
   if (sample.length === 0) return false
@@ -104,7 +107,7 @@ const readSmall = (file: string, size: number): Buffer | undefined => {
 const headOf = async (file: string): Promise<Uint8Array> => {
   const handle = await fsp.open(file, "r")
   try {
-    const buffer = Buffer.alloc(4096)
+    const buffer = Buffer.alloc(SNIFF_BYTES)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
     return buffer.subarray(0, bytesRead)
   } finally {
@@ -353,7 +356,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           try: async (): Promise<Slice | "binary"> => {
             const data = stat.size <= STREAM_CHUNK ? readSmall(file, stat.size) : undefined
             if (data !== undefined) {
-              if (looksBinary(data.subarray(0, 4096))) return "binary"
+              if (looksBinary(data.subarray(0, SNIFF_BYTES))) return "binary"
               const scanner = new LineScanner(start, limit)
               scanner.push(data)
               return scanner.finish()
