@@ -1,5 +1,6 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
 import * as Permission from "@agent/core/Permission"
+import { parseCommand } from "@agent/core/tools/BashParse"
 import { AgentRegistry } from "@agent/core/AgentRegistry"
 import { ApprovalStore } from "@agent/core/ApprovalStore"
 import { Instance } from "@agent/core/Instance"
@@ -26,6 +27,7 @@ export interface Decision {
   readonly agent: string
   /** The permission asked for (a tool name given on the command line is mapped to its permission). */
   readonly permission: string
+  /** The pattern that decided (for bash, the one of the command's patterns that decided). */
   readonly pattern: string
   /** What happens: allow and deny without asking, or ask the user. */
   readonly action: PermissionAction
@@ -34,13 +36,33 @@ export interface Decision {
   readonly matched: boolean
   /** A stored "always" approval that turns the rules' ask into an allow. */
   readonly approval?: PermissionRule
+  /** Why the rules cannot read this pattern (a command name computed at run time); decided by the strictest rule. */
+  readonly unreadable?: string
   /** Rules for this permission, in evaluation order (last match wins). */
   readonly considered: ReadonlyArray<{ readonly rule: PermissionRule; readonly matches: boolean }>
+  /** For a bash command that is checked by several patterns: each one's action. */
+  readonly checks?: ReadonlyArray<{ readonly pattern: string; readonly action: PermissionAction; readonly unreadable?: string }>
 }
 
+/** The patterns the tool asks for: a bash command is parsed as the bash tool parses it. */
+const patternsOf = (permission: string, input: string) =>
+  permission !== "bash"
+    ? Effect.succeed({ patterns: [input], opaque: new Map<string, string>() })
+    : parseCommand(input).pipe(
+      Effect.map((parsed) => ({
+        patterns: parsed.patterns.length > 0 ? parsed.patterns : [input],
+        opaque: new Map(parsed.opaque.map((entry) => [entry.text, entry.reason]))
+      })),
+      Effect.orElseSucceed(() => ({ patterns: [input], opaque: new Map<string, string>() }))
+    )
+
+const STRICTNESS: Readonly<Record<PermissionAction, number>> = { allow: 0, ask: 1, deny: 2 }
+
 /**
- * The decision `PermissionService.ask` makes for one pattern: the agent's rules then the
- * enterprise policy (last match wins, deny is final), then the project's stored approvals.
+ * The decision `PermissionService.ask` makes: for each pattern the agent's rules then the
+ * enterprise policy (last match wins, deny is final; a pattern the rules cannot read by the
+ * strictest rule that could apply), then the project's stored approvals; the first deny, else
+ * the first ask, decides.
  */
 export const decide = (input: { readonly permission: string; readonly pattern: string; readonly agent: Option.Option<string> }) =>
   Effect.gen(function*() {
@@ -49,25 +71,36 @@ export const decide = (input: { readonly permission: string; readonly pattern: s
     const instance = yield* Instance
     const chosen = Option.isSome(input.agent) ? yield* registry.get(input.agent.value) : yield* registry.defaultAgent()
     const permission = Permission.permissionOfTool(input.permission)
-    const explanation = Permission.explain(permission, input.pattern, chosen.permission, policy.rules)
-    let approval: PermissionRule | undefined
-    // An ask the policy itself decided is not answered by a stored approval (PermissionService.ask).
-    if (explanation.rule.action === "ask" && !policy.rules.includes(explanation.rule)) {
-      const approvals = yield* (yield* ApprovalStore).load(instance.projectID)
-      const allowed = Permission.evaluate(permission, input.pattern, approvals)
-      if (allowed.action === "allow") approval = allowed
-    }
-    const decision: Decision = {
-      agent: chosen.name,
-      permission,
-      pattern: input.pattern,
-      action: approval ? "allow" : explanation.rule.action,
-      rule: explanation.rule,
-      matched: explanation.matched,
-      ...(approval ? { approval } : {}),
-      considered: explanation.considered
-    }
-    return decision
+    const approvals = yield* (yield* ApprovalStore).load(instance.projectID)
+    const { opaque, patterns } = yield* patternsOf(permission, input.pattern)
+    const decisions = patterns.map((pattern): Decision => {
+      const unreadable = opaque.get(pattern)
+      const explanation = Permission.explain(permission, pattern, chosen.permission, policy.rules)
+      const rule = unreadable === undefined ? explanation.rule : Permission.evaluateOpaque(permission, pattern, chosen.permission, policy.rules)
+      let approval: PermissionRule | undefined
+      // An ask the policy itself decided is not answered by a stored approval (PermissionService.ask).
+      if (rule.action === "ask" && !policy.rules.includes(rule)) {
+        const allowed = unreadable === undefined
+          ? Permission.evaluate(permission, pattern, approvals)
+          : Permission.evaluateOpaque(permission, pattern, approvals)
+        if (allowed.action === "allow") approval = allowed
+      }
+      return {
+        agent: chosen.name,
+        permission,
+        pattern,
+        action: approval ? "allow" : rule.action,
+        rule,
+        matched: unreadable !== undefined || explanation.matched,
+        ...(approval ? { approval } : {}),
+        ...(unreadable === undefined ? {} : { unreadable }),
+        considered: explanation.considered
+      }
+    })
+    const deciding = decisions.reduce((worst, decision) => (STRICTNESS[decision.action] > STRICTNESS[worst.action] ? decision : worst))
+    if (decisions.length === 1) return deciding
+    const checks = decisions.map(({ action, pattern, unreadable }) => ({ pattern, action, ...(unreadable === undefined ? {} : { unreadable }) }))
+    return { ...deciding, checks } satisfies Decision
   })
 
 export const explain = (input: ExplainInput) =>
@@ -76,6 +109,17 @@ export const explain = (input: ExplainInput) =>
     if (input.format === "json") return yield* Console.log(JSON.stringify(decision, null, 2))
     const lines = [`${decision.action}  (agent ${decision.agent})`]
     if (decision.permission !== input.permission) lines.push(`the ${input.permission} tool asks for the ${decision.permission} permission`)
+    if (decision.checks) {
+      lines.push("the command is checked as:")
+      for (const check of decision.checks) lines.push(`  ${check.action.padEnd(5)} ${JSON.stringify(check.pattern)}`)
+      lines.push(`deciding pattern: ${JSON.stringify(decision.pattern)}`)
+    }
+    if (decision.unreadable !== undefined) {
+      lines.push(`the rules cannot read this command: ${decision.unreadable}; the strictest rule that could apply decides`)
+      if (decision.action !== "allow") {
+        lines.push(`to allow it on purpose, add ${JSON.stringify(decision.pattern)}: "allow" to permission.${decision.permission}, after its deny rules`)
+      }
+    }
     lines.push(decision.matched ? `decided by: ${describeRule(decision.rule)}` : "no rule matched: the default is to ask")
     if (decision.approval) lines.push(`the rules ask, but a stored "always" approval allows it: ${describeRule(decision.approval)}`)
     if (decision.considered.length > 0) lines.push("rules considered, in order (last match wins):")

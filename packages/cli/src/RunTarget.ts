@@ -221,10 +221,17 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
           }
           if (event.type === "permission.asked") {
             const request = event.properties
-            if (input.autoApprove) {
+            if (input.autoApprove && request.requiresPerson === undefined) {
               if (!target.approvesItself) yield* target.replyPermission(request, { reply: "once" })
             } else if (terminal) {
               yield* target.replyPermission(request, yield* asking(askOnTerminal(request)))
+            } else if (request.requiresPerson !== undefined) {
+              yield* asking(
+                Console.error(
+                  `agent: permission asked for ${describeRequest(request)}; rejected: only a person may approve it (${request.requiresPerson}), and there is no terminal to ask${input.autoApprove ? "; --auto-approve does not answer it" : ""}`
+                )
+              )
+              yield* target.replyPermission(request, { reply: "reject" })
             } else {
               // No one can answer: reject, and say so where a script's author will look.
               yield* asking(

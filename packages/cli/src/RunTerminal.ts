@@ -63,7 +63,8 @@ const parsePermissionAnswer = (answer: string): PermissionAnswer["reply"] | "mes
 export const askOnTerminal = (request: PermissionRequest) =>
   Effect.async<PermissionAnswer>((resume) => {
     const rl = openTerminal()
-    const diff = typeof request.metadata.diff === "string" ? `${request.metadata.diff}\n` : ""
+    const diff = (typeof request.metadata.diff === "string" ? `${request.metadata.diff}\n` : "") +
+      (request.requiresPerson === undefined ? "" : `(asked of a person: ${request.requiresPerson})\n`)
     const ask = (prefix: string) =>
       rl.question(`${prefix}Allow ${describeRequest(request)}? [o]nce, [a]lways, [r]eject, [m]essage: `, (answer) => {
         const choice = parsePermissionAnswer(answer)

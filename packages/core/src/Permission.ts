@@ -96,6 +96,37 @@ export const evaluate = (
   ...rulesets: ReadonlyArray<PermissionRuleset>
 ): PermissionRule => findLast(permission, pattern, rulesets) ?? { permission, pattern: "*", action: "ask" }
 
+/** A pattern that names everything (`*`): it says nothing about any command in particular. */
+const isCatchAll = (pattern: string) => /^\*+$/.test(pattern)
+/** Only wildcards and spaces (`* *`): matching it is not naming the command on purpose. */
+const isBroad = (pattern: string) => /^[*?\s]*$/.test(pattern)
+const STRICTNESS: Readonly<Record<PermissionAction, number>> = { allow: 0, ask: 1, deny: 2 }
+
+/**
+ * The decision for a pattern the rules cannot read: a command whose name is only known when it
+ * runs (`$R x`) could be any command, so every rule that could be the last match for some
+ * command counts, and the strictest of them decides. Those are the rules from the last
+ * catch-all `*` on, or from the last rule that names this very text (not only wildcards),
+ * which is how a user allows such a command on purpose. With no catch-all, the default ask
+ * counts too. Later rulesets (the enterprise policy) come after, so they still count.
+ */
+export const evaluateOpaque = (
+  permission: string,
+  pattern: string,
+  ...rulesets: ReadonlyArray<PermissionRuleset>
+): PermissionRule => {
+  const relevant = rulesets.flat().filter((rule) => Wildcard.match(permission, rule.permission))
+  let start = -1
+  for (let index = relevant.length - 1; index >= 0 && start === -1; index--) {
+    const rule = relevant[index]!
+    if (isCatchAll(rule.pattern) || (!isBroad(rule.pattern) && Wildcard.match(pattern, rule.pattern))) start = index
+  }
+  const candidates: Array<PermissionRule> = start === -1
+    ? [{ permission, pattern: "*", action: "ask" }, ...relevant]
+    : relevant.slice(start)
+  return candidates.reduce((strictest, rule) => (STRICTNESS[rule.action] >= STRICTNESS[strictest.action] ? rule : strictest))
+}
+
 export interface Explanation {
   readonly permission: string
   readonly pattern: string

@@ -27,6 +27,12 @@ export interface AskInput {
   readonly patterns: ReadonlyArray<string>
   /** What "always" would allow from now on (e.g. `git status *`). */
   readonly always: ReadonlyArray<string>
+  /**
+   * Patterns among `patterns` that the rules cannot read (a command whose name is computed
+   * when it runs), with why: they are decided by `Permission.evaluateOpaque`, and an ask for
+   * one is for a person only.
+   */
+  readonly opaque?: ReadonlyArray<{ readonly pattern: string; readonly reason: string }>
   readonly metadata?: Record<string, unknown>
   readonly tool?: PermissionToolRef
   /** The agent's rules followed by the session's rules. */
@@ -45,8 +51,6 @@ export type AskError = DeniedError | RejectedError | CorrectedError
 interface Pending {
   readonly request: PermissionRequest
   readonly deferred: Deferred.Deferred<void, RejectedError | CorrectedError>
-  /** The enterprise policy itself says ask: only an answer to this very request settles it. */
-  readonly policyAsk: boolean
 }
 
 /**
@@ -107,17 +111,22 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
 
         const ask = Effect.fn("PermissionService.ask")(function*(input: AskInput) {
           let needsAsk = false
-          let policyAsk = false
+          let requiresPerson: string | undefined
           let decidingRule: PermissionRule | undefined
           const approvals = yield* Ref.get(approved)
+          const unreadable = new Map((input.opaque ?? []).map((entry) => [entry.pattern, entry.reason]))
           for (const pattern of input.patterns) {
-            const rule = Permission.evaluate(input.permission, pattern, input.ruleset, policy.rules)
+            const reason = unreadable.get(pattern)
+            const rule = reason === undefined
+              ? Permission.evaluate(input.permission, pattern, input.ruleset, policy.rules)
+              : Permission.evaluateOpaque(input.permission, pattern, input.ruleset, policy.rules)
             if (rule.action === "deny") {
               yield* audit(input, "deny", { rule })
               return yield* new DeniedError({
                 permission: input.permission,
                 pattern,
-                rules: Permission.strip(relevantRules(input.permission, input.ruleset))
+                rules: Permission.strip(relevantRules(input.permission, input.ruleset)),
+                ...(reason === undefined ? {} : { unreadable: reason })
               })
             }
             if (rule.action === "allow") {
@@ -127,12 +136,17 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             // A stored "always" answers a question from the user's own rules, not one the policy insists on.
             if (policy.rules.includes(rule)) {
               needsAsk = true
-              policyAsk = true
+              requiresPerson ??= "the enterprise policy asks a person to approve it"
               continue
             }
-            const approval = Permission.evaluate(input.permission, pattern, approvals)
+            const approval = reason === undefined
+              ? Permission.evaluate(input.permission, pattern, approvals)
+              : Permission.evaluateOpaque(input.permission, pattern, approvals)
             if (approval.action === "allow") decidingRule = approval
-            else needsAsk = true
+            else {
+              needsAsk = true
+              if (reason !== undefined) requiresPerson ??= `the rules cannot check it: ${reason}`
+            }
           }
           if (!needsAsk) {
             yield* audit(input, "allow", decidingRule ? { rule: decidingRule } : {})
@@ -147,10 +161,11 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             always: [...input.always],
             metadata: input.metadata ?? {},
             ...(input.tool ? { tool: input.tool } : {}),
+            ...(requiresPerson === undefined ? {} : { requiresPerson }),
             time: { created: Date.now() }
           }
           const deferred = yield* Deferred.make<void, RejectedError | CorrectedError>()
-          const entry: Pending = { request, deferred, policyAsk }
+          const entry: Pending = { request, deferred }
           pending.set(request.id, entry)
           yield* audit(request, "ask", { requestID: request.id })
           yield* bus.publish({ type: "permission.asked", properties: request })
@@ -202,7 +217,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             yield* audit(request, "always", { requestID: request.id })
             yield* settle(entry, "always", Effect.void)
             for (const other of [...pending.values()]) {
-              if (other.request.sessionID !== request.sessionID || other.policyAsk) continue
+              if (other.request.sessionID !== request.sessionID || other.request.requiresPerson !== undefined) continue
               const covered = other.request.patterns.every(
                 (pattern) => Permission.evaluate(other.request.permission, pattern, approvals).action === "allow"
               )

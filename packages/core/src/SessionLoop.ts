@@ -591,10 +591,11 @@ function make() {
         const stepFiles = snapshots.steps()
         let filesChanged = false
         if (options.autoApprove) {
-          // Answer this session's asks with "once" for the whole run; deny rules still apply.
+          // Answer this session's asks with "once" for the whole run; deny rules still apply, and an
+          // ask only a person may answer (the policy's own, or a command the rules cannot read) is left alone.
           const asked = yield* bus.subscribe({ types: ["permission.asked"] })
           yield* asked.pipe(
-            Stream.filter((event) => event.properties.sessionID === sessionID),
+            Stream.filter((event) => event.properties.sessionID === sessionID && event.properties.requiresPerson === undefined),
             Stream.runForEach((event) => permissions.reply({ requestID: event.properties.id, reply: "once" }).pipe(Effect.ignore)),
             Effect.catchAllCause((cause) => Effect.logError("auto-approve stopped", cause)),
             Effect.forkScoped
@@ -1157,6 +1158,7 @@ function make() {
                     permission: request.permission,
                     patterns: request.patterns,
                     always: request.always,
+                    ...(request.opaque ? { opaque: request.opaque } : {}),
                     ruleset,
                     tool: { messageID: info.id, callID },
                     ...(request.metadata ? { metadata: request.metadata } : {})

@@ -14,6 +14,8 @@ export interface ToolContext {
     readonly permission: string
     readonly patterns: ReadonlyArray<string>
     readonly always: ReadonlyArray<string>
+    /** Patterns the rules cannot read, with why (see `PermissionService.AskInput.opaque`). */
+    readonly opaque?: ReadonlyArray<{ readonly pattern: string; readonly reason: string }>
     readonly metadata?: Record<string, unknown>
   }) => Effect.Effect<void, DeniedError | RejectedError | CorrectedError>
   /** Live progress: shown to the user while the tool runs. */

@@ -54,6 +54,11 @@ export const PermissionRequest = Schema.Struct({
   always: Schema.Array(Schema.String),
   metadata: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   tool: Schema.optional(PermissionToolRef),
+  /**
+   * Only a person may answer, and why: the enterprise policy itself asks, or the rules cannot
+   * read the command (its name is computed when it runs). `--auto-approve` leaves these alone.
+   */
+  requiresPerson: Schema.optional(Schema.String),
   time: Schema.Struct({ created: Schema.Number })
 })
 export type PermissionRequest = typeof PermissionRequest.Type
@@ -68,9 +73,19 @@ const rulesText = (rules: ReadonlyArray<PermissionRule>) =>
 export class DeniedError extends Schema.TaggedError<DeniedError>()("DeniedError", {
   permission: Schema.String,
   pattern: Schema.String,
-  rules: PermissionRuleset
+  rules: PermissionRuleset,
+  /** Set when the rules could not read what the call runs (a command name computed at run time). */
+  unreadable: Schema.optional(Schema.String)
 }) {
   override get message() {
+    if (this.unreadable !== undefined) {
+      return `Blocked: the ${this.permission} rules cannot check ${JSON.stringify(this.pattern)}: ${this.unreadable}. ` +
+        `Some ${this.permission} rules deny, so a command the rules cannot read is denied. ` +
+        `Write the command with its name spelled out (no variable, substitution, glob or brace in the command name, ` +
+        `no script piped into a shell) so the rules can check it. To allow this exact command on purpose, the user ` +
+        `can add the rule ${JSON.stringify(this.pattern)}: "allow" to the ${this.permission} permission, after the deny rules. ` +
+        `The ${this.permission} rules in force: ${rulesText(this.rules)}`
+    }
     return `Blocked by the user's permission rules: ${this.permission} is denied for ${JSON.stringify(this.pattern)}. ` +
       `Do not try this call again; pick another way or tell the user what you needed. ` +
       `The ${this.permission} rules in force: ${rulesText(this.rules)}`

@@ -36,9 +36,17 @@ export const make = (options: TestToolContextOptions = {}) => {
       Effect.gen(function*() {
         asks.push(request)
         if (options.onAsk) yield* options.onAsk(request)
-        const denied = request.patterns.find((pattern) => Permission.evaluate(request.permission, pattern, ruleset).action === "deny")
+        const unreadable = new Map((request.opaque ?? []).map((entry) => [entry.pattern, entry.reason]))
+        const decide = (pattern: string) =>
+          unreadable.has(pattern)
+            ? Permission.evaluateOpaque(request.permission, pattern, ruleset)
+            : Permission.evaluate(request.permission, pattern, ruleset)
+        const denied = request.patterns.find((pattern) => decide(pattern).action === "deny")
         if (denied !== undefined) {
-          return yield* Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
+          const reason = unreadable.get(denied)
+          return yield* Effect.fail(
+            new DeniedError({ permission: request.permission, pattern: denied, rules: [], ...(reason === undefined ? {} : { unreadable: reason }) })
+          )
         }
       }),
     metadata: (update) =>

@@ -254,7 +254,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = E
         if (!stat.isDirectory()) return yield* fail(`The working directory ${workdir} is not a directory.`)
 
         const parsed = yield* parseCommand(params.command).pipe(Effect.mapError((error) => fail(error.message)))
-        const directories = yield* Effect.sync(() => externalDirectories(parsed.commands, { instance, workdir, redirects: parsed.redirects }))
+        const directories = yield* Effect.sync(() => externalDirectories(parsed.runs, { instance, workdir, redirects: parsed.redirects }))
         if (directories.length > 0) {
           yield* ctx.ask({
             permission: "external_directory",
@@ -268,6 +268,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = E
             permission: TOOL,
             patterns: parsed.patterns,
             always: parsed.always,
+            ...(parsed.opaque.length > 0 ? { opaque: parsed.opaque.map((entry) => ({ pattern: entry.text, reason: entry.reason })) } : {}),
             metadata: { command: params.command, description: params.description }
           })
         }

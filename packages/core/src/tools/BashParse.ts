@@ -5,19 +5,26 @@ import * as path from "node:path"
 import { Language, type Node, Parser } from "web-tree-sitter"
 import * as BashArity from "../BashArity.js"
 import type { InstanceInfo } from "../Instance.js"
+import { commandName, runsOf } from "./BashWrappers.js"
 import { isInsideProject, realPath } from "./ExternalDirectory.js"
 
 /**
- * Splits a shell command into the simple commands it runs, so every one of them is checked
- * against the `bash` rules on its own: a denied `rm` hidden in `ls && rm -rf x`, in a pipe,
- * a subshell, `$( )`, backticks or a loop body is still seen.
+ * Splits a shell command into the commands it runs, so each is checked against the `bash`
+ * rules on its own: a denied `rm` hidden in `ls && rm -rf x`, in a pipe, a subshell, `$( )`,
+ * backticks, a loop body or a function is still seen.
  *
  * A command's pattern is its source text, as in OpenCode. Where that text is not the command
- * as it runs (`FOO=1 rm -rf x`, `\rm -rf x`, `"rm" -rf x`, a line continuation), the words
- * as the command receives them are a second pattern, and a command run through a wrapper
- * (`sudo`, `env`, `nohup`, `xargs`, `timeout`, …) adds the command it runs, so `rm *: deny` is
- * dodged neither by spelling nor by a wrapper (and an allow must cover every form). Scripts run
- * as text (`bash -c '…'`, `eval …`) are parsed in turn, and `find -exec cmd` adds `cmd`.
+ * as it runs, the command as it runs is a pattern too, and an allow must cover every form:
+ * - the words as the command receives them (`FOO=1 rm x`, `\rm x`, `"rm" x`, `$'\x72m' x`);
+ * - the name a path runs as (`/usr/bin/../bin/rm x` runs `rm x`);
+ * - what a wrapper runs (`sudo`, `env -S`, `timeout`, `xargs`, … read with their own option
+ *   grammar, BashWrappers.ts), `find -exec` commands, and the scripts run as text: `bash -c`,
+ *   `eval`, `trap`, alias values, `watch`, `su -c`, and a heredoc or herestring fed to a shell
+ *   or to `source /dev/stdin`;
+ * - line continuations joined (`r\⏎m` is `rm`).
+ * A command whose name is not known before it runs (`$R x`, `$(echo rm) x`, `/bin/r? x`, a
+ * script piped into a shell, input the grammar cannot read) is opaque: no rule can tell what
+ * it is, and PermissionService decides it by the strictest rule that could apply.
  */
 
 /** One simple command of a script. */
@@ -35,22 +42,33 @@ export interface BashCommand {
   readonly respelled: boolean
 }
 
+/** A command whose name cannot be known before it runs. */
+export interface OpaqueCommand {
+  /** Its source text: what a rule written on purpose for it names. */
+  readonly text: string
+  /** Why what it runs is not known. */
+  readonly reason: string
+}
+
 export interface ParsedCommand {
   /**
    * Every simple command, in source order, including `cd` and friends, then the commands of the
    * scripts it runs as text (`bash -c '…'`, `eval …`).
    */
   readonly commands: ReadonlyArray<BashCommand>
+  /** Every command that runs, by the name it runs as and its words: through wrappers, paths resolved. */
+  readonly runs: ReadonlyArray<ReadonlyArray<string>>
   /** The files the script redirects output to or input from (`> out.txt`, `< in.txt`), as the shell sees them. */
   readonly redirects: ReadonlyArray<string>
   /** `bash` permission patterns, de-duplicated, in source order. */
   readonly patterns: ReadonlyArray<string>
   /** The matching "always allow" patterns (`git status *`), de-duplicated. */
   readonly always: ReadonlyArray<string>
+  /** Commands whose name cannot be known before they run; their texts are among `patterns`. */
+  readonly opaque: ReadonlyArray<OpaqueCommand>
   /**
    * tree-sitter could not make sense of part of the input (or of a script it runs). That whole
-   * script is then added as one more pattern (and as its own exact "always" entry), so a rule
-   * still sees it.
+   * script is then one more pattern (and its own exact "always" entry), and opaque.
    */
   readonly incomplete: boolean
 }
@@ -60,70 +78,6 @@ export class BashParseError extends Data.TaggedError("BashParseError")<{ readonl
   override get message() {
     return `Could not parse the shell command: ${this.reason}`
   }
-}
-
-/**
- * Commands that run another command given in their arguments, with the options whose value is
- * the next word, and how many plain words come before the command (`timeout 5s cmd`).
- */
-const WRAPPERS: ReadonlyMap<string, { readonly valued: ReadonlySet<string>; readonly leading?: number }> = new Map([
-  ["command", { valued: new Set<string>() }],
-  ["builtin", { valued: new Set<string>() }],
-  ["exec", { valued: new Set(["-a"]) }],
-  ["nohup", { valued: new Set<string>() }],
-  ["time", { valued: new Set(["-f", "-o"]) }],
-  ["nice", { valued: new Set(["-n"]) }],
-  ["ionice", { valued: new Set(["-c", "-n", "-p"]) }],
-  ["setsid", { valued: new Set<string>() }],
-  ["stdbuf", { valued: new Set(["-i", "-o", "-e"]) }],
-  ["timeout", { valued: new Set(["-k", "-s"]), leading: 1 }],
-  ["env", { valued: new Set(["-u", "-C", "-S"]) }],
-  ["sudo", { valued: new Set(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"]) }],
-  ["doas", { valued: new Set(["-u", "-C"]) }],
-  ["xargs", { valued: new Set(["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s"]) }]
-])
-
-/**
- * The command a wrapper runs (`rm -rf x` for `sudo -u root nohup rm -rf x`), unwrapped as far
- * as it goes; undefined when `tokens` is not a wrapper with a command.
- */
-export const wrappedCommand = (tokens: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
-  let current = tokens
-  let unwrapped: ReadonlyArray<string> | undefined
-  for (let depth = 0; depth < 8; depth++) {
-    const wrapper = current[0] === undefined ? undefined : WRAPPERS.get(current[0])
-    if (wrapper === undefined) break
-    let index = 1
-    let leading = wrapper.leading ?? 0
-    while (index < current.length) {
-      const word = current[index]!
-      if (word === "--") {
-        index++
-        break
-      }
-      // `command -v git` only looks the command up.
-      if (current[0] === "command" && (word === "-v" || word === "-V")) return unwrapped
-      if (word.startsWith("-") && word.length > 1) {
-        // `-n 10` takes the next word; `-n10` and `--name=value` carry their value.
-        index += wrapper.valued.has(word) ? 2 : 1
-        continue
-      }
-      if (current[0] === "env" && /^[A-Za-z_][A-Za-z0-9_]*=/.test(word)) {
-        index++
-        continue
-      }
-      if (leading > 0) {
-        leading--
-        index++
-        continue
-      }
-      break
-    }
-    if (index >= current.length) break
-    current = current.slice(index)
-    unwrapped = current
-  }
-  return unwrapped
 }
 
 /** Changing directory is not an action a rule should have to allow. */
@@ -167,6 +121,23 @@ const unescapeWord = (text: string): string => text.replace(/\\\n/g, "").replace
 
 const unescapeDoubleQuoted = (text: string): string => text.replace(/\\\n/g, "").replace(/\\([$`"\\])/g, "$1")
 
+const ANSI_C_ESCAPES: Readonly<Record<string, string>> = {
+  a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", "'": "'", "\"": "\"", "?": "?"
+}
+
+/** The text of `$'…'` as bash decodes it: `\x72` is `r`, `\162` is `r`, `\u0072` is `r`. */
+export const decodeAnsiC = (body: string): string =>
+  body.replace(
+    /\\(?:([abeEfnrtv\\'"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|c(.))/gs,
+    (whole, simple?: string, octal?: string, hex?: string, u4?: string, u8?: string, control?: string) => {
+      if (simple !== undefined) return ANSI_C_ESCAPES[simple]!
+      if (octal !== undefined) return String.fromCharCode(parseInt(octal, 8) & 0xff)
+      const code = parseInt(hex ?? u4 ?? u8 ?? "", 16)
+      if (!Number.isNaN(code)) return code <= 0x10ffff ? String.fromCodePoint(code) : whole
+      return String.fromCharCode(control!.toUpperCase().charCodeAt(0) ^ 0x40)
+    }
+  )
+
 const valueOf = (node: Node): string => {
   switch (node.type) {
     case "word":
@@ -177,8 +148,9 @@ const valueOf = (node: Node): string => {
     case "raw_string":
       return node.text.slice(1, -1)
     case "ansi_c_string":
+      return decodeAnsiC(node.text.slice(2, -1))
     case "translated_string":
-      return node.text.slice(2, -1)
+      return unescapeDoubleQuoted(node.text.slice(2, -1))
     case "command_name":
       return node.namedChildCount === 1 ? valueOf(node.namedChild(0)!) : node.text
     case "concatenation": {
@@ -198,6 +170,14 @@ const valueOf = (node: Node): string => {
       return node.text
   }
 }
+
+/**
+ * A command name the shell computes when it runs: an expansion or substitution (`$R`,
+ * `${X:-rm}`, `$(…)`, backticks), a glob (`/bin/r?`, `[r]m`), brace expansion (`{r,}m`) or
+ * process substitution. Quoted look-alikes (`'$R'`) count too: the stricter reading is safe.
+ */
+export const isComputedName = (word: string): boolean =>
+  /[$`*?]|\[[^\]]*\]|\{[^{}]*(,|\.\.)[^{}]*\}|[<>]\(/.test(word)
 
 /** The nodes of a command's words (name, then arguments) with their values. */
 const wordsOf = (node: Node): Array<{ readonly node: Node; readonly value: string }> => {
@@ -259,78 +239,220 @@ const redirectTarget = (node: Node): string | undefined => {
   return value
 }
 
-interface Collected {
-  readonly commands: Array<BashCommand>
-  readonly redirects: Array<string>
+// ---------------------------------------------------------------------------------------------
+// Standard input: a shell (or `source /dev/stdin`) that reads its script from it runs what
+// arrives there. A heredoc or herestring is text we can read; a pipe is not.
+
+type Stdin =
+  | { readonly _tag: "Closed" }
+  /** `text`: the whole pipeline, which a rule allowing it on purpose names. */
+  | { readonly _tag: "Pipe"; readonly text: string }
+  | { readonly _tag: "Text"; readonly text: string }
+
+const CLOSED: Stdin = { _tag: "Closed" }
+
+/** The heredoc or herestring among `node`'s own redirects, as text. */
+const redirectedText = (node: Node): string | undefined => {
+  for (const child of node.namedChildren) {
+    if (child === null) continue
+    if (child.type === "herestring_redirect") {
+      const value = child.namedChildren.find((part) => part !== null)
+      return value ? `${valueOf(value)}\n` : ""
+    }
+    if (child.type === "heredoc_redirect") {
+      return child.namedChildren.find((part) => part?.type === "heredoc_body")?.text ?? ""
+    }
+  }
+  return undefined
 }
 
-const collect = (node: Node, source: string, into: Collected): void => {
-  // A command the parser only invented to repair broken input (`ls &&`) has no text.
-  if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") into.commands.push(commandOf(node, source))
-  if (node.type === "file_redirect") {
-    const target = redirectTarget(node)
-    if (target !== undefined && target !== "") into.redirects.push(target)
+/** Where the command `node` reads its standard input from; `inherited` is the script's own. */
+const stdinOf = (node: Node, inherited: Stdin): Stdin => {
+  const own = redirectedText(node)
+  if (own !== undefined) return { _tag: "Text", text: own }
+  let current = node
+  for (let parent = current.parent; parent !== null; parent = current.parent) {
+    if (parent.type === "pipeline" && parent.firstNamedChild?.id !== current.id) return { _tag: "Pipe", text: patternTextOf(parent, parent.tree.rootNode.text) }
+    if (parent.type === "redirected_statement" && parent.childForFieldName("body")?.id === current.id) {
+      const text = redirectedText(parent)
+      if (text !== undefined) return { _tag: "Text", text }
+    }
+    current = parent
   }
-  for (const child of node.namedChildren) if (child !== null) collect(child, source, into)
+  return inherited
 }
+
+/** `r\⏎m` is `rm` to the shell; the grammar reads two words. Joined outside single quotes. */
+export const joinContinuations = (source: string): string => {
+  let out = ""
+  let mode: "plain" | "single" | "double" | "ansi" = "plain"
+  for (let index = 0; index < source.length; index++) {
+    const char = source[index]!
+    if (mode === "single") {
+      out += char
+      if (char === "'") mode = "plain"
+      continue
+    }
+    if (char === "\\") {
+      const next = source[index + 1]
+      index++
+      if (next === "\n" && mode !== "ansi") continue
+      out += char + (next ?? "")
+      continue
+    }
+    if (mode === "double") {
+      if (char === "\"") mode = "plain"
+    } else if (mode === "ansi") {
+      if (char === "'") mode = "plain"
+    } else if (char === "'") {
+      mode = out.endsWith("$") ? "ansi" : "single"
+    } else if (char === "\"") {
+      mode = "double"
+    }
+    out += char
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Analysis.
 
 /** The always-allow pattern of a command: its arity prefix and anything after it. */
 export const alwaysPattern = (tokens: ReadonlyArray<string>): string => `${BashArity.prefix(tokens).join(" ")} *`
 
-/** Shells whose `-c` argument is a script of its own. */
-const SHELLS: ReadonlySet<string> = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash"])
 /** Scripts inside scripts (`bash -c "eval '…'"`) are followed this deep. */
-const MAX_NESTING = 3
-
-/** The script a command runs as text: `bash -c '<script>'`, `eval <words>` (through wrappers too). */
-export const innerScript = (tokens: ReadonlyArray<string>): string | undefined => {
-  const command = wrappedCommand(tokens) ?? tokens
-  const [name, ...args] = command
-  if (name === "eval") return args.length > 0 ? args.join(" ") : undefined
-  if (name === undefined || !SHELLS.has(path.basename(name))) return undefined
-  const flag = args.findIndex((arg) => /^-[A-Za-z]*c[A-Za-z]*$/.test(arg))
-  return flag === -1 ? undefined : args[flag + 1]
-}
+const MAX_NESTING = 4
+/** Wrappers inside wrappers (`sudo env nice nohup …`) are followed this deep. */
+const MAX_UNWRAP = 16
 
 /** The commands `find … -exec cmd {} ;` (and `-execdir`, `-ok`, `-okdir`) runs. */
 export const findExecCommands = (tokens: ReadonlyArray<string>): Array<ReadonlyArray<string>> => {
-  const command = wrappedCommand(tokens) ?? tokens
-  if (command[0] === undefined || path.basename(command[0]) !== "find") return []
+  if (tokens[0] === undefined || commandName(tokens[0]) !== "find") return []
   const found: Array<ReadonlyArray<string>> = []
-  for (let index = 1; index < command.length; index++) {
-    if (!["-exec", "-execdir", "-ok", "-okdir"].includes(command[index]!)) continue
-    const end = command.findIndex((word, at) => at > index && (word === ";" || word === "+"))
-    const words = command.slice(index + 1, end === -1 ? command.length : end)
+  for (let index = 1; index < tokens.length; index++) {
+    if (!["-exec", "-execdir", "-ok", "-okdir"].includes(tokens[index]!)) continue
+    const end = tokens.findIndex((word, at) => at > index && (word === ";" || word === "+"))
+    const words = tokens.slice(index + 1, end === -1 ? tokens.length : end)
     if (words.length > 0) found.push(words)
-    index = end === -1 ? command.length : end
+    index = end === -1 ? tokens.length : end
   }
   return found
 }
 
-interface Analysis extends Collected {
+/** One simple command and what it runs. */
+interface Entry {
+  readonly command: BashCommand
+  /** The commands it runs, itself first, by the name they run as. */
+  readonly runs: Array<ReadonlyArray<string>>
+}
+
+interface Analysis {
+  readonly entries: Array<Entry>
+  readonly redirects: Array<string>
+  readonly opaque: Array<OpaqueCommand>
   /** Parts of the input tree-sitter could not read (the outer script, or a nested one, whole). */
   readonly unreadable: Array<string>
 }
 
-/** Collects the commands of `source`, and of every script it runs (`bash -c`, `eval`). */
-const analyze = (parser: Parser, source: string, depth: number, into: Analysis): void => {
+/** `owner`: the outermost command's text, which an opaque command inside its scripts is known by. */
+type Analyze = (source: string, depth: number, stdin: Stdin, owner: string) => void
+
+/**
+ * Follows `tokens` through the wrappers and scripts it runs, adding each command that runs
+ * to `runs`; a name computed at run time, a script from a pipe or an unreadable wrapper is
+ * opaque.
+ */
+const follow = (
+  tokens: ReadonlyArray<string>,
+  context: {
+    /** The command's text, or the outermost command's when it runs inside a script given as text. */
+    readonly text: string
+    readonly owned: boolean
+    readonly stdin: Stdin
+    readonly depth: number
+    readonly runs: Array<ReadonlyArray<string>>
+  },
+  into: Analysis,
+  analyze: Analyze
+): void => {
+  const opaque = (reason: string, text = context.text): void => void into.opaque.push({ text, reason })
+  const script = (text: string, stdin: Stdin): void => {
+    if (context.depth >= MAX_NESTING) return opaque(`scripts nest deeper than ${MAX_NESTING} levels`)
+    if (text.trim() !== "") analyze(text, context.depth + 1, stdin, context.text)
+  }
+  let current = tokens
+  for (let hop = 0; hop < MAX_UNWRAP; hop++) {
+    const first = current[0]
+    if (first === undefined) return
+    if (isComputedName(first)) return opaque(`the name of the command it runs (${first}) is computed when it runs`)
+    const name = commandName(first)
+    const resolved = [name, ...current.slice(1)]
+    context.runs.push(resolved)
+    for (const exec of findExecCommands(resolved)) follow(exec, context, into, analyze)
+    const runs = runsOf(resolved)
+    if (runs === undefined) return
+    switch (runs._tag) {
+      case "Command":
+        current = runs.tokens
+        continue
+      case "Script":
+        return script(runs.script, context.stdin)
+      case "Stdin":
+        if (context.stdin._tag === "Pipe") {
+          return opaque(`${name} runs the script piped into it, which is not known before it runs`, context.owned ? context.text : context.stdin.text)
+        }
+        if (context.stdin._tag === "Text") return script(context.stdin.text, CLOSED)
+        // The bash tool's standard input is closed: a shell that reads it runs nothing.
+        return
+      case "Unknown":
+        return opaque(runs.reason)
+    }
+  }
+  opaque(`wrappers nest deeper than ${MAX_UNWRAP} levels`)
+}
+
+const analyzeTree = (parser: Parser, source: string, depth: number, stdin: Stdin, owner: string | undefined, into: Analysis): void => {
   const tree = parser.parse(source)
   if (tree === null) throw new Error("the parser returned no tree")
+  const found: Array<{ readonly entry: Entry; readonly stdin: Stdin }> = []
   try {
-    const first = into.commands.length
-    collect(tree.rootNode, source, into)
-    if (tree.rootNode.hasError && source.trim() !== "") into.unreadable.push(source.trim())
-    if (depth >= MAX_NESTING) return
-    for (const entry of into.commands.slice(first)) {
-      const script = innerScript(entry.tokens)
-      if (script !== undefined && script.trim() !== "") analyze(parser, script, depth + 1, into)
+    const visit = (node: Node): void => {
+      // A command the parser only invented to repair broken input (`ls &&`) has no text.
+      if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") {
+        found.push({ entry: { command: commandOf(node, source), runs: [] }, stdin: stdinOf(node, stdin) })
+      }
+      if (node.type === "file_redirect") {
+        const target = redirectTarget(node)
+        if (target !== undefined && target !== "") into.redirects.push(target)
+      }
+      for (const child of node.namedChildren) if (child !== null) visit(child)
+    }
+    visit(tree.rootNode)
+    if (tree.rootNode.hasError && source.trim() !== "") {
+      into.unreadable.push(source.trim())
+      into.opaque.push({ text: owner ?? source.trim(), reason: "the shell grammar could not read all of it" })
     }
   } finally {
     tree.delete()
   }
+  into.entries.push(...found.map((item) => item.entry))
+  const analyze: Analyze = (text, nested, input, outer) => analyzeSource(parser, text, nested, input, outer, into)
+  for (const { entry, stdin: input } of found) {
+    const text = owner ?? entry.command.text
+    follow(entry.command.tokens, { text, owned: owner !== undefined, stdin: input, depth, runs: entry.runs }, into, analyze)
+  }
 }
 
-/** Parses `command` into the simple commands it runs and the permission patterns they need. */
+/** Collects the commands of `source`, read as the grammar reads it and with continuations joined. */
+const analyzeSource = (parser: Parser, source: string, depth: number, stdin: Stdin, owner: string | undefined, into: Analysis): void => {
+  analyzeTree(parser, source, depth, stdin, owner, into)
+  if (source.includes("\\\n")) {
+    const joined = joinContinuations(source)
+    if (joined !== source) analyzeTree(parser, joined, depth, stdin, owner, into)
+  }
+}
+
+/** Parses `command` into the commands it runs and the permission patterns they need. */
 export const parseCommand = (command: string): Effect.Effect<ParsedCommand, BashParseError> =>
   Effect.tryPromise({
     try: loadParser,
@@ -339,31 +461,41 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
     Effect.flatMap((parser) =>
       Effect.try({
         try: () => {
-          const { commands, redirects, unreadable }: Analysis = { commands: [], redirects: [], unreadable: [] }
-          analyze(parser, command, 0, { commands, redirects, unreadable })
+          const into: Analysis = { entries: [], redirects: [], opaque: [], unreadable: [] }
+          analyzeSource(parser, command, 0, CLOSED, undefined, into)
           const patterns = new Set<string>()
           const always = new Set<string>()
-          for (const entry of commands) {
+          for (const { command: entry, runs } of into.entries) {
             const name = entry.tokens[0]
-            if (name === undefined || DIRECTORY_CHANGES.has(name)) continue
-            patterns.add(entry.text)
-            if (entry.respelled) patterns.add(entry.tokens.join(" "))
-            always.add(alwaysPattern(entry.tokens))
-            if (entry.respelled) always.add(`${entry.sourcePrefix} *`)
-            // `sudo rm -rf x`, `xargs rm`, `nohup rm …`, `find -exec rm`: what actually runs is checked too.
-            for (const inner of [wrappedCommand(entry.tokens), ...findExecCommands(entry.tokens)]) {
-              if (inner === undefined) continue
-              patterns.add(inner.join(" "))
-              always.add(alwaysPattern(inner))
+            if (name === undefined) continue
+            if (!DIRECTORY_CHANGES.has(commandName(name))) {
+              patterns.add(entry.text)
+              if (entry.respelled) patterns.add(entry.tokens.join(" "))
+              always.add(alwaysPattern(entry.tokens))
+              if (entry.respelled) always.add(`${entry.sourcePrefix} *`)
+            }
+            // `/bin/rm x`, `sudo rm -rf x`, `xargs rm`, `find -exec rm`: what actually runs is checked too.
+            for (const run of runs) {
+              if (DIRECTORY_CHANGES.has(run[0]!)) continue
+              patterns.add(run.join(" "))
+              always.add(alwaysPattern(run))
             }
           }
-          // What could not be read is checked as a whole, so a rule still sees it.
-          for (const text of unreadable) {
+          // What could not be read, or whose name is not known, is checked as a whole, so a rule still sees it.
+          for (const { text } of into.opaque) {
             patterns.add(text)
             always.add(text)
           }
-          const incomplete = unreadable.length > 0
-          return { commands, redirects, patterns: [...patterns], always: [...always], incomplete } satisfies ParsedCommand
+          const opaque = [...new Map(into.opaque.map((entry) => [entry.text, entry])).values()]
+          return {
+            commands: into.entries.map((entry) => entry.command),
+            runs: into.entries.flatMap((entry) => entry.runs),
+            redirects: into.redirects,
+            patterns: [...patterns],
+            always: [...always],
+            opaque,
+            incomplete: into.unreadable.length > 0
+          } satisfies ParsedCommand
         },
         catch: (error) => new BashParseError({ reason: String(error) })
       })
@@ -447,7 +579,7 @@ const isStreamDevice = (file: string) => STREAM_DEVICES.has(file) || /^\/dev\/fd
  * project that points out counts as outside.
  */
 export const externalDirectories = (
-  commands: ReadonlyArray<BashCommand>,
+  runs: ReadonlyArray<ReadonlyArray<string>>,
   options: { readonly instance: InstanceInfo; readonly workdir: string; readonly redirects?: ReadonlyArray<string> }
 ): Array<string> => {
   const { instance, workdir } = options
@@ -457,11 +589,8 @@ export const externalDirectories = (
     if (!isStreamDevice(absolute) && !isInsideProject(instance, absolute)) globs.add(globOf(absolute))
   }
   if (!isInsideProject(instance, workdir)) globs.add(globOf(workdir))
-  for (const command of commands) {
-    for (const arg of pathArguments(command.tokens)) check(arg)
-    // `sudo rm /etc/x`: the wrapped command's paths count too.
-    for (const arg of pathArguments(wrappedCommand(command.tokens) ?? [])) check(arg)
-  }
+  // `runs` holds what wrappers run too: `sudo rm /etc/x` checks `rm /etc/x`.
+  for (const run of runs) for (const arg of pathArguments(run)) check(arg)
   for (const target of options.redirects ?? []) check(target)
   return [...globs]
 }
