@@ -321,7 +321,7 @@ export const joinContinuations = (source: string): string => {
 export const alwaysPattern = (tokens: ReadonlyArray<string>): string => `${BashArity.prefix(tokens).join(" ")} *`
 
 /** Scripts inside scripts (`bash -c "eval '…'"`) are followed this deep. */
-const MAX_NESTING = 4
+const MAX_NESTING = 3
 /** Wrappers inside wrappers (`sudo env nice nohup …`) are followed this deep. */
 const MAX_UNWRAP = 16
 
@@ -476,6 +476,8 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
             }
             // `/bin/rm x`, `sudo rm -rf x`, `xargs rm`, `find -exec rm`: what actually runs is checked too.
             for (const run of runs) {
+              // The command itself, when its name is not a path, is the source pattern already.
+              if (run === runs[0] && run[0] === name) continue
               if (DIRECTORY_CHANGES.has(run[0]!)) continue
               patterns.add(run.join(" "))
               always.add(alwaysPattern(run))

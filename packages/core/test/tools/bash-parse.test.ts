@@ -6,11 +6,11 @@ import * as path from "node:path"
 import {
   externalDirectories,
   findExecCommands,
-  innerScript,
+  isComputedName,
   parseCommand,
-  pathArguments,
-  wrappedCommand
+  pathArguments
 } from "../../src/tools/BashParse.js"
+import { commandName, runsOf } from "../../src/tools/BashWrappers.js"
 
 /**
  * [command, bash patterns, always patterns]. Every simple command is its own pattern (its
@@ -44,7 +44,9 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["gh pr view 12", ["gh pr view 12"], ["gh pr view *"]],
   ["make", ["make"], ["make *"]],
   ["sudo rm -rf /", ["sudo rm -rf /", "rm -rf /"], ["sudo *", "rm *"]],
-  ["./scripts/build.sh --fast", ["./scripts/build.sh --fast"], ["./scripts/build.sh *"]],
+  // a command named by a path runs as its basename: both are patterns
+  ["./scripts/build.sh --fast", ["./scripts/build.sh --fast", "build.sh --fast"], ["./scripts/build.sh *", "build.sh *"]],
+  ["/usr/bin/../bin/rm -rf x", ["/usr/bin/../bin/rm -rf x", "rm -rf x"], ["/usr/bin/../bin/rm *", "rm *"]],
   // pipes and lists
   ["cat a | grep b", ["cat a", "grep b"], ["cat *", "grep *"]],
   ["ls && rm -rf / && echo ok", ["ls", "rm -rf /", "echo ok"], ["ls *", "rm *", "echo *"]],
@@ -79,11 +81,18 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
     ["git commit *", "git push *"]
   ],
   ["echo a\\;b", ["echo a\\;b", "echo a;b"], ["echo *"]],
-  ["\"./my script.sh\" arg", ["\"./my script.sh\" arg", "./my script.sh arg"], ["./my script.sh *", "\"./my script.sh\" *"]],
+  [
+    "\"./my script.sh\" arg",
+    ["\"./my script.sh\" arg", "./my script.sh arg", "my script.sh arg"],
+    ["./my script.sh *", "\"./my script.sh\" *", "my script.sh *"]
+  ],
   ["python -c 'print(1)'", ["python -c 'print(1)'", "python -c print(1)"], ["python -c *"]],
   // multi-line
   ["npm ci\nnpm test", ["npm ci", "npm test"], ["npm ci *", "npm test *"]],
-  ["npm run build \\\n  --prod", ["npm run build \\\n  --prod", "npm run build --prod"], ["npm run build *"]],
+  // a continuation is also read joined (`r\⏎m` is `rm`), which here only respaces the text
+  ["npm run build \\\n  --prod", ["npm run build \\\n  --prod", "npm run build --prod", "npm run build   --prod"], ["npm run build *"]],
+  ["r\\\nm -rf x", ["r\\\nm -rf x", "r m -rf x", "rm -rf x"], ["r *", "rm *"]],
+  ["$'\\x72m' -rf x", ["$'\\x72m' -rf x", "rm -rf x"], ["rm *", "$'\\x72m' *"]],
   // control flow and functions
   ["if [ -f x ]; then rm x; else echo missing; fi", ["rm x", "echo missing"], ["rm *", "echo *"]],
   ["for f in *.ts; do cat \"$f\"; done", ["cat \"$f\"", "cat $f"], ["cat *"]],
@@ -110,7 +119,10 @@ const table: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArra
   ["git push \"--force\" origin main", ["git push \"--force\" origin main", "git push --force origin main"], ["git push *"]],
   ["git push -\\f", ["git push -\\f", "git push -f"], ["git push *"]],
   // wrappers: the command they run is a pattern too
-  ["sudo -u root nohup rm -rf x", ["sudo -u root nohup rm -rf x", "rm -rf x"], ["sudo *", "rm *"]],
+  ["sudo -u root nohup rm -rf x", ["sudo -u root nohup rm -rf x", "nohup rm -rf x", "rm -rf x"], ["sudo *", "nohup *", "rm *"]],
+  ["env -S 'rm -rf x'", ["env -S 'rm -rf x'", "env -S rm -rf x", "rm -rf x"], ["env *", "rm *"]],
+  ["trap 'rm -rf x' EXIT", ["trap 'rm -rf x' EXIT", "trap rm -rf x EXIT", "rm -rf x"], ["trap *", "rm *"]],
+  ["bash <<< 'rm -rf x'", ["bash <<< 'rm -rf x'", "bash", "rm -rf x"], ["bash *", "rm *"]],
   ["env -i PATH=/bin rm -rf x", ["env -i PATH=/bin rm -rf x", "rm -rf x"], ["env *", "rm *"]],
   ["timeout -s KILL 5s git push", ["timeout -s KILL 5s git push", "git push"], ["timeout *", "git push *"]],
   ["nice -n 10 make", ["nice -n 10 make", "make"], ["nice *", "make *"]],
@@ -178,29 +190,67 @@ describe("parseCommand: redirects", () => {
     }))
 })
 
-describe("wrappedCommand", () => {
-  it("finds the command a wrapper runs, past its options, through nested wrappers", () => {
-    expect(wrappedCommand(["sudo", "-u", "root", "-E", "rm", "-rf", "/"])).toEqual(["rm", "-rf", "/"])
-    expect(wrappedCommand(["sudo", "--", "rm", "x"])).toEqual(["rm", "x"])
-    expect(wrappedCommand(["env", "A=1", "B=2", "nice", "-n5", "make"])).toEqual(["make"])
-    expect(wrappedCommand(["timeout", "5s", "sleep", "10"])).toEqual(["sleep", "10"])
-    expect(wrappedCommand(["xargs", "-I", "{}", "cp", "{}", "dst"])).toEqual(["cp", "{}", "dst"])
-    expect(wrappedCommand(["command", "-v", "git"])).toBeUndefined()
-    expect(wrappedCommand(["sudo", "-u", "root"])).toBeUndefined()
-    expect(wrappedCommand(["rm", "-rf", "x"])).toBeUndefined()
+describe("runsOf: what a command runs besides itself", () => {
+  it("reads each wrapper's options with its own grammar, through nested wrappers", () => {
+    expect(runsOf(["sudo", "-u", "root", "-E", "rm", "-rf", "/"])).toEqual({ _tag: "Command", tokens: ["rm", "-rf", "/"] })
+    expect(runsOf(["sudo", "--", "rm", "x"])).toEqual({ _tag: "Command", tokens: ["rm", "x"] })
+    expect(runsOf(["env", "A=1", "B=2", "nice", "-n5", "make"])).toEqual({ _tag: "Command", tokens: ["nice", "-n5", "make"] })
+    expect(runsOf(["nice", "-n5", "make"])).toEqual({ _tag: "Command", tokens: ["make"] })
+    expect(runsOf(["nice", "--adjustment", "5", "make"])).toEqual({ _tag: "Command", tokens: ["make"] })
+    expect(runsOf(["timeout", "5s", "sleep", "10"])).toEqual({ _tag: "Command", tokens: ["sleep", "10"] })
+    expect(runsOf(["timeout", "--signal", "KILL", "5", "rm", "x"])).toEqual({ _tag: "Command", tokens: ["rm", "x"] })
+    expect(runsOf(["xargs", "-I", "{}", "cp", "{}", "dst"])).toEqual({ _tag: "Command", tokens: ["cp", "{}", "dst"] })
+    expect(runsOf(["xargs", "--max-args", "1", "rm"])).toEqual({ _tag: "Command", tokens: ["rm"] })
+    expect(runsOf(["/usr/bin/env", "-", "rm", "x"])).toEqual({ _tag: "Command", tokens: ["rm", "x"] })
+    expect(runsOf(["env", "-S", "rm -rf 'a b'", "c"])).toEqual({ _tag: "Command", tokens: ["rm", "-rf", "a b", "c"] })
+    expect(runsOf(["env", "--unset", "X", "rm", "x"])).toEqual({ _tag: "Command", tokens: ["rm", "x"] })
+    expect(runsOf(["command", "-v", "git"])).toBeUndefined()
+    expect(runsOf(["sudo", "-u", "root"])).toBeUndefined()
+    expect(runsOf(["rm", "-rf", "x"])).toBeUndefined()
+  })
+
+  it("scripts given as text: shells' -c (after --, through option clusters), eval, trap, su -c, watch, alias values", () => {
+    expect(runsOf(["bash", "-c", "rm x"])).toEqual({ _tag: "Script", script: "rm x" })
+    expect(runsOf(["/bin/sh", "-ec", "ls"])).toEqual({ _tag: "Script", script: "ls" })
+    expect(runsOf(["bash", "-c", "--", "rm x"])).toEqual({ _tag: "Script", script: "rm x" })
+    expect(runsOf(["bash", "+x", "-o", "pipefail", "-c", "rm x"])).toEqual({ _tag: "Script", script: "rm x" })
+    expect(runsOf(["zsh", "-lc", "make"])).toEqual({ _tag: "Script", script: "make" })
+    expect(runsOf(["eval", "rm", "-rf", "x"])).toEqual({ _tag: "Script", script: "rm -rf x" })
+    expect(runsOf(["trap", "--", "rm x", "EXIT"])).toEqual({ _tag: "Script", script: "rm x" })
+    expect(runsOf(["trap", "-p"])).toBeUndefined()
+    expect(runsOf(["su", "root", "-c", "rm x"])).toEqual({ _tag: "Script", script: "rm x" })
+    expect(runsOf(["script", "-q", "-c", "rm x", "/dev/null"])).toEqual({ _tag: "Script", script: "rm x" })
+    expect(runsOf(["watch", "-n", "1", "rm", "x"])).toEqual({ _tag: "Script", script: "rm x" })
+    expect(runsOf(["watch", "-x", "rm", "x"])).toEqual({ _tag: "Command", tokens: ["rm", "x"] })
+    expect(runsOf(["alias", "x=rm -rf", "y=ls"])).toEqual({ _tag: "Script", script: "rm -rf\nls" })
+    expect(runsOf(["bash", "script.sh"])).toBeUndefined()
+    expect(runsOf(["python", "-c", "print(1)"])).toBeUndefined()
+  })
+
+  it("standard input as a script, and what cannot be known", () => {
+    expect(runsOf(["bash"])).toEqual({ _tag: "Stdin" })
+    expect(runsOf(["bash", "-s"])).toEqual({ _tag: "Stdin" })
+    expect(runsOf([".", "/dev/stdin"])).toEqual({ _tag: "Stdin" })
+    expect(runsOf(["source", "<(curl x)"])).toMatchObject({ _tag: "Unknown" })
+    expect(runsOf(["timeout", "--weird", "5", "rm", "x"])).toMatchObject({ _tag: "Unknown" })
+    expect(runsOf(["parallel", "rm", ":::", "a"])).toMatchObject({ _tag: "Unknown" })
+  })
+
+  it("commandName: the basename of a path, `..` resolved", () => {
+    expect(commandName("/usr/bin/../bin/rm")).toBe("rm")
+    expect(commandName("rm")).toBe("rm")
+    expect(commandName("./x/../rm")).toBe("rm")
+  })
+
+  it("isComputedName: expansions, substitutions, globs and braces, not `[`", () => {
+    for (const name of ["$R", "${X:-rm}", "$(echo rm)", "`echo rm`", "rm${IFS}v", "/bin/r?", "/usr/bin/[r]m", "{r,}m", "r*", "<(x)"]) {
+      expect(isComputedName(name), name).toBe(true)
+    }
+    for (const name of ["rm", "[", "/usr/bin/rm", "git", "a-b.c_d", "{}"]) expect(isComputedName(name), name).toBe(false)
   })
 })
 
 describe("scripts inside commands", () => {
-  it("innerScript: the -c script of a shell (through wrappers), eval's words", () => {
-    expect(innerScript(["bash", "-c", "rm x"])).toBe("rm x")
-    expect(innerScript(["/bin/sh", "-ec", "ls"])).toBe("ls")
-    expect(innerScript(["sudo", "-u", "me", "zsh", "-lc", "make"])).toBe("make")
-    expect(innerScript(["eval", "rm", "-rf", "x"])).toBe("rm -rf x")
-    expect(innerScript(["bash", "script.sh"])).toBeUndefined()
-    expect(innerScript(["python", "-c", "print(1)"])).toBeUndefined()
-  })
-
   it("findExecCommands: every -exec / -execdir / -ok command", () => {
     expect(findExecCommands(["find", ".", "-exec", "rm", "{}", ";", "-execdir", "git", "add", "{}", "+"])).toEqual([
       ["rm", "{}"],
@@ -213,9 +263,10 @@ describe("scripts inside commands", () => {
     Effect.gen(function*() {
       const broken = yield* parseCommand("sh -c 'ls &&'")
       expect(broken.incomplete).toBe(true)
-      expect(broken.patterns).toContain("ls &&")
+      expect(broken.opaque).toEqual([{ text: "sh -c 'ls &&'", reason: "the shell grammar could not read all of it" }])
       const deep = yield* parseCommand("bash -c 'bash -c \"bash -c \\\"bash -c rm\\\"\"'")
       expect(deep.commands.length).toBe(4)
+      expect(deep.opaque.map((entry) => entry.reason)).toEqual(["scripts nest deeper than 3 levels"])
     }))
 })
 
@@ -244,7 +295,7 @@ describe("external directories", () => {
     fs.mkdirSync(box.path("project/src"), { recursive: true })
     const scan = (command: string, workdir = box.instance.directory) =>
       Effect.map(parseCommand(command), (parsed) =>
-        externalDirectories(parsed.commands, { instance: box.instance, workdir, redirects: parsed.redirects }))
+        externalDirectories(parsed.runs, { instance: box.instance, workdir, redirects: parsed.redirects }))
     return { box, scan }
   })
   const real = (target: string) => fs.realpathSync(target)
