@@ -96,6 +96,9 @@ const longs = (spec: Record<string, Arity | ReadonlyArray<string>>): Record<stri
 }
 const HELP = ["help", "version"]
 
+/** Reserved words that open a compound command. */
+const COMPOUND_STARTS: ReadonlySet<string> = new Set(["{", "(", "((", "[[", "if", "for", "while", "until", "case", "select", "function"])
+
 /** What a command runs, when it runs something. */
 export type Runs =
   /** Another command, by its words (`rm x` for `sudo rm x`). */
@@ -220,7 +223,14 @@ const WRAPPERS: ReadonlyMap<string, Wrapper> = new Map<string, Wrapper>([
   }],
   ["builtin", { grammar: { short: {}, long: {} } }],
   ["exec", { grammar: { short: { ...flags("cl"), a: "value" }, long: {} } }],
-  ["coproc", { grammar: { short: {}, long: {} } }],
+  ["coproc", {
+    grammar: { short: {}, long: {} },
+    // `coproc NAME { …; }` and `coproc ( … )` are compound commands the grammar splits apart.
+    runs: (parsed) =>
+      parsed.operands.slice(0, 2).some((word) => COMPOUND_STARTS.has(word))
+        ? { _tag: "Unknown", reason: "coproc runs a compound command this runtime does not read" }
+        : commandOf(parsed.operands)
+  }],
   ["nohup", { grammar: { short: {}, long: longs({ flag: HELP }) } }],
   ["time", {
     grammar: { short: { ...flags("apqvV"), f: "value", o: "value" }, long: longs({ flag: ["append", "portability", "verbose", "quiet", ...HELP], value: ["format", "output"] }) }
@@ -287,8 +297,15 @@ const WRAPPERS: ReadonlyMap<string, Wrapper> = new Map<string, Wrapper>([
         optional: ["eof", "replace", "max-lines"]
       })
     },
-    // With no command, xargs runs echo.
-    runs: (parsed) => commandOf(parsed.operands.length > 0 ? parsed.operands : ["echo"])
+    // With no command, xargs runs echo. With -I R, every R in the command is replaced by input.
+    runs: (parsed) => {
+      const replace = parsed.options.findLast((option) => ["-I", "-i", "--replace"].includes(option.name))
+      const marker = replace === undefined ? undefined : (replace.value ?? "{}")
+      const operands = marker === undefined || marker === ""
+        ? parsed.operands
+        : parsed.operands.map((word) => word.replaceAll(marker, "${XARGS_INPUT}"))
+      return commandOf(operands.length > 0 ? operands : ["echo"])
+    }
   }],
   ["watch", {
     grammar: {
@@ -304,8 +321,10 @@ const WRAPPERS: ReadonlyMap<string, Wrapper> = new Map<string, Wrapper>([
   ["sg", {
     grammar: { short: { c: "value" }, long: {} },
     leading: 1,
+    // `sg group -c 'cmd'` or `sg group cmd args`: the words are a script for /bin/sh.
     runs: (parsed) => {
-      const script = valueOf(parsed, "-c") ?? (parsed.operands.length > 1 ? parsed.operands.slice(1).join(" ") : undefined)
+      const words = parsed.operands[1] === "-c" ? parsed.operands.slice(2) : parsed.operands.slice(1)
+      const script = valueOf(parsed, "-c") ?? (words.length > 0 ? words.join(" ") : undefined)
       return script === undefined ? { _tag: "Stdin" } : { _tag: "Script", script }
     }
   }],

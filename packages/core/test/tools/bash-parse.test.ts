@@ -199,7 +199,7 @@ describe("runsOf: what a command runs besides itself", () => {
     expect(runsOf(["nice", "--adjustment", "5", "make"])).toEqual({ _tag: "Command", tokens: ["make"] })
     expect(runsOf(["timeout", "5s", "sleep", "10"])).toEqual({ _tag: "Command", tokens: ["sleep", "10"] })
     expect(runsOf(["timeout", "--signal", "KILL", "5", "rm", "x"])).toEqual({ _tag: "Command", tokens: ["rm", "x"] })
-    expect(runsOf(["xargs", "-I", "{}", "cp", "{}", "dst"])).toEqual({ _tag: "Command", tokens: ["cp", "{}", "dst"] })
+    expect(runsOf(["xargs", "-I", "{}", "cp", "{}", "dst"])).toEqual({ _tag: "Command", tokens: ["cp", "${XARGS_INPUT}", "dst"] })
     expect(runsOf(["xargs", "--max-args", "1", "rm"])).toEqual({ _tag: "Command", tokens: ["rm"] })
     expect(runsOf(["/usr/bin/env", "-", "rm", "x"])).toEqual({ _tag: "Command", tokens: ["rm", "x"] })
     expect(runsOf(["env", "-S", "rm -rf 'a b'", "c"])).toEqual({ _tag: "Command", tokens: ["rm", "-rf", "a b", "c"] })
