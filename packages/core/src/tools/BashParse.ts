@@ -272,7 +272,15 @@ const stdinOf = (node: Node, inherited: Stdin): Stdin => {
   if (own !== undefined) return { _tag: "Text", text: own }
   let current = node
   for (let parent = current.parent; parent !== null; parent = current.parent) {
-    if (parent.type === "pipeline" && parent.firstNamedChild?.id !== current.id) return { _tag: "Pipe", text: patternTextOf(parent, parent.tree.rootNode.text) }
+    if (parent.type === "pipeline" && parent.firstNamedChild?.id !== current.id) {
+      // `a | bash <<EOF`: the grammar hangs the heredoc on the pipeline; the shell gives it to the last command.
+      const outer = parent.parent
+      if (parent.lastNamedChild?.id === current.id && outer?.type === "redirected_statement" && outer.childForFieldName("body")?.id === parent.id) {
+        const text = redirectedText(outer)
+        if (text !== undefined) return { _tag: "Text", text }
+      }
+      return { _tag: "Pipe", text: patternTextOf(parent, parent.tree.rootNode.text) }
+    }
     if (parent.type === "redirected_statement" && parent.childForFieldName("body")?.id === current.id) {
       const text = redirectedText(parent)
       if (text !== undefined) return { _tag: "Text", text }
@@ -319,6 +327,8 @@ export const joinContinuations = (source: string): string => {
 
 /** The always-allow pattern of a command: its arity prefix and anything after it. */
 export const alwaysPattern = (tokens: ReadonlyArray<string>): string => `${BashArity.prefix(tokens).join(" ")} *`
+
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/
 
 /** Scripts inside scripts (`bash -c "eval '…'"`) are followed this deep. */
 const MAX_NESTING = 3
@@ -382,6 +392,8 @@ const follow = (
   }
   let current = tokens
   for (let hop = 0; hop < MAX_UNWRAP; hop++) {
+    // `sudo X=1 rm x` sets X for rm; other wrappers would fail to run `X=1`, and reading it so is stricter.
+    while (hop > 0 && current.length > 0 && ASSIGNMENT.test(current[0]!)) current = current.slice(1)
     const first = current[0]
     if (first === undefined) return
     if (isComputedName(first)) return opaque(`the name of the command it runs (${first}) is computed when it runs`)
