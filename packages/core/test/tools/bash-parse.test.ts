@@ -308,6 +308,10 @@ describe("external directories", () => {
       // through a wrapper too
       expect(yield* scan("sudo -u root rm /etc/passwd")).toEqual([path.join(real("/etc"), "*")])
       expect(yield* scan("nohup cp a /etc/x &")).toEqual([path.join(real("/etc"), "*")])
+      // whatever the spelling of the command
+      for (const command of ["/bin/rm /etc/passwd", "/usr/bin/../bin/rm /etc/passwd", "env -S 'rm /etc/passwd'", "$'\\x72m' /etc/passwd", "bash -c 'rm /etc/passwd'", "timeout --signal KILL 5 rm /etc/passwd"]) {
+        expect(yield* scan(command), command).toEqual([path.join(real("/etc"), "*")])
+      }
     }))
 
   it.scoped("a directory argument asks for the directory itself", () =>
