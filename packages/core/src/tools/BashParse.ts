@@ -252,8 +252,8 @@ type Stdin =
 const CLOSED: Stdin = { _tag: "Closed" }
 
 /** The heredoc or herestring among `node`'s own redirects, as text. */
-const redirectedText = (node: Node): string | undefined => {
-  for (const child of node.namedChildren) {
+const redirectedText = (node: Node, children: ReadonlyArray<Node | null> = node.namedChildren): string | undefined => {
+  for (const child of children) {
     if (child === null) continue
     if (child.type === "herestring_redirect") {
       const value = child.namedChildren.find((part) => part !== null)
@@ -266,28 +266,26 @@ const redirectedText = (node: Node): string | undefined => {
   return undefined
 }
 
-/** Where the command `node` reads its standard input from; `inherited` is the script's own. */
-const stdinOf = (node: Node, inherited: Stdin): Stdin => {
-  const own = redirectedText(node)
-  if (own !== undefined) return { _tag: "Text", text: own }
-  let current = node
-  for (let parent = current.parent; parent !== null; parent = current.parent) {
-    if (parent.type === "pipeline" && parent.firstNamedChild?.id !== current.id) {
-      // `a | bash <<EOF`: the grammar hangs the heredoc on the pipeline; the shell gives it to the last command.
-      const outer = parent.parent
-      if (parent.lastNamedChild?.id === current.id && outer?.type === "redirected_statement" && outer.childForFieldName("body")?.id === parent.id) {
-        const text = redirectedText(outer)
-        if (text !== undefined) return { _tag: "Text", text }
-      }
-      return { _tag: "Pipe", text: patternTextOf(parent, parent.tree.rootNode.text) }
-    }
-    if (parent.type === "redirected_statement" && parent.childForFieldName("body")?.id === current.id) {
-      const text = redirectedText(parent)
+/**
+ * The standard input of `child`, a named child of `parent` whose own input is `stdin`: a pipe
+ * for every command of a pipeline but the first, the heredoc or herestring of a redirected
+ * statement for its body. The grammar hangs a redirect written after `a | b` on the whole
+ * pipeline; the shell gives it to the last command.
+ */
+const stdinOfChild = (parent: Node, index: number, count: number, stdin: Stdin, source: string): Stdin => {
+  if (parent.type === "pipeline" && index > 0) {
+    const outer = parent.parent
+    if (index === count - 1 && outer?.type === "redirected_statement" && outer.childForFieldName("body")?.id === parent.id) {
+      const text = redirectedText(outer)
       if (text !== undefined) return { _tag: "Text", text }
     }
-    current = parent
+    return { _tag: "Pipe", text: patternTextOf(parent, source) }
   }
-  return inherited
+  if (parent.type === "redirected_statement" && index === 0) {
+    const text = redirectedText(parent)
+    if (text !== undefined) return { _tag: "Text", text }
+  }
+  return stdin
 }
 
 /** `r\⏎m` is `rm` to the shell; the grammar reads two words. Joined outside single quotes. */
@@ -428,18 +426,23 @@ const analyzeTree = (parser: Parser, source: string, depth: number, stdin: Stdin
   if (tree === null) throw new Error("the parser returned no tree")
   const found: Array<{ readonly entry: Entry; readonly stdin: Stdin }> = []
   try {
-    const visit = (node: Node): void => {
+    const visit = (node: Node, input: Stdin): void => {
       // A command the parser only invented to repair broken input (`ls &&`) has no text.
+      const children = node.namedChildren
       if (COMMAND_TYPES.has(node.type) && !node.isMissing && node.text.trim() !== "") {
-        found.push({ entry: { command: commandOf(node, source), runs: [] }, stdin: stdinOf(node, stdin) })
+        const own = node.type === "command" ? redirectedText(node, children) : undefined
+        found.push({ entry: { command: commandOf(node, source), runs: [] }, stdin: own === undefined ? input : { _tag: "Text", text: own } })
       }
       if (node.type === "file_redirect") {
         const target = redirectTarget(node)
         if (target !== undefined && target !== "") into.redirects.push(target)
       }
-      for (const child of node.namedChildren) if (child !== null) visit(child)
+      const pipes = node.type === "pipeline" || node.type === "redirected_statement"
+      children.forEach((child, index) => {
+        if (child !== null) visit(child, pipes ? stdinOfChild(node, index, children.length, input, source) : input)
+      })
     }
-    visit(tree.rootNode)
+    visit(tree.rootNode, stdin)
     if (tree.rootNode.hasError && source.trim() !== "") {
       into.unreadable.push(source.trim())
       into.opaque.push({ text: owner ?? source.trim(), reason: "the shell grammar could not read all of it" })
