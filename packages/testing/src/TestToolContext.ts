@@ -41,6 +41,7 @@ export const make = (options: TestToolContextOptions = {}) => {
           return yield* Effect.fail(new DeniedError({ permission: request.permission, pattern: denied, rules: [] }))
         }
       }),
+    rules: ruleset,
     metadata: (update) =>
       Effect.sync(() => {
         updates.push({ at: Date.now(), metadata: update.metadata ?? {}, ...(update.title ? { title: update.title } : {}) })
