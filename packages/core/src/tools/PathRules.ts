@@ -33,11 +33,12 @@ export const pathPatterns = (
 
 /**
  * For a search or listing (`glob`, `grep`, `list`, `read` of a directory): whether the read rules
- * deny a file it found, by the path as found or by its real path. Undefined when no read rule can
- * deny anything, so a search then costs nothing extra. The search engines do not follow links
- * inside the tree, so a found file's real path is its directory's, resolved once per directory,
- * plus its name; `root` (the file or directory searched, which may itself be a link) and entries
- * the caller knows to be links are resolved whole.
+ * deny a file it found under `root`, by the path as found or by its real path. Undefined when no
+ * read rule can deny anything, so a search then costs nothing extra. The search engines do not
+ * follow links inside the tree, so below `root` (which may itself be or lie behind a link,
+ * resolved once) a file's real path is `root`'s real path plus the rest: no system call per
+ * file. `root` itself (grep pointed at a file) and entries the caller knows to be links are
+ * resolved whole.
  */
 export const readDenied = (
   instance: InstanceInfo,
@@ -47,20 +48,23 @@ export const readDenied = (
   const denies = Permission.denier("read", rules)
   if (denies === undefined) return undefined
   const realWorktree = realPath(instance.worktree)
-  const realDirs = new Map<string, string>()
-  const realOf = (file: string, isLink: boolean): string => {
-    if (isLink || file === root) return realPath(file)
-    const dir = path.dirname(file)
-    let real = realDirs.get(dir)
-    if (real === undefined) {
-      real = realPath(dir)
-      realDirs.set(dir, real)
-    }
-    return path.join(real, path.basename(file))
+  const worktreePrefix = withSep(instance.worktree)
+  // `relativeToWorktree` without `path.relative`'s cost, for the common case of a file inside.
+  const givenPattern = (file: string) =>
+    file.startsWith(worktreePrefix) ? file.slice(worktreePrefix.length) : relativeToWorktree(instance, file)
+  const wholeRealPattern = (file: string) => realPattern(instance, realPath(file), realWorktree)
+  const rootPrefix = withSep(root)
+  const realRoot = wholeRealPattern(root)
+  // No link on the way to root: below it, a file's real path is the path as found.
+  const rootIsReal = realRoot === givenPattern(root)
+  return (file, isLink = false) => {
+    if (denies(givenPattern(file))) return true
+    if (isLink || !file.startsWith(rootPrefix)) return denies(wholeRealPattern(file))
+    return !rootIsReal && denies(path.join(realRoot, file.slice(rootPrefix.length)))
   }
-  return (file, isLink = false) =>
-    denies(relativeToWorktree(instance, file)) || denies(realPattern(instance, realOf(file, isLink), realWorktree))
 }
+
+const withSep = (dir: string) => (dir.endsWith(path.sep) ? dir : dir + path.sep)
 
 /** The note a search adds when it left files out. */
 export const leftOutNote = (count: number): string =>
