@@ -71,9 +71,11 @@ export const guard = (
   Effect.suspend(() => {
     const real = realPath(target)
     const roots = [instance.directory, instance.worktree]
+    const realRoots = roots.map(realPath)
     // The given path may spell a root through its real path (macOS's /private/tmp for /tmp).
-    const givenInside = [...roots, ...roots.map(realPath)].some((root) => isWithin(target, root))
-    const outside = [...new Set([...(givenInside ? [] : [target]), ...(isInsideProject(instance, target) ? [] : [real])])]
+    const givenInside = [...roots, ...realRoots].some((root) => isWithin(target, root))
+    const realInside = realRoots.some((root) => isWithin(real, root))
+    const outside = [...new Set([...(givenInside ? [] : [target]), ...(realInside ? [] : [real])])]
     if (outside.length === 0) return Effect.void
     const dirOf = (file: string) => (kind === "directory" ? file : path.dirname(file))
     const globs = [...new Set(outside.map((file) => path.join(dirOf(file), "*")))]
