@@ -16,11 +16,13 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Instance, makeInstanceInfo } from "../../packages/core/src/Instance.js"
+import * as Permission from "../../packages/core/src/Permission.js"
 import type * as Tool from "../../packages/core/src/Tool.js"
 import { parseCommand } from "../../packages/core/src/tools/BashParse.js"
 import * as FileSearch from "../../packages/core/src/tools/FileSearch.js"
 import * as Glob from "../../packages/core/src/tools/Glob.js"
 import * as Grep from "../../packages/core/src/tools/Grep.js"
+import { readDenied } from "../../packages/core/src/tools/PathRules.js"
 import { ripgrepDir, withoutRipgrep } from "../../packages/core/test/tools/ripgrep.js"
 
 const FILES = Number(process.env.BENCH_FILES ?? 20_000)
@@ -79,8 +81,12 @@ const context: Tool.ToolContext = {
   agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
   abort: new AbortController().signal,
   ask: () => Effect.void,
+  rules: [],
   metadata: () => Effect.void
 }
+
+/** A read rule that can deny, so searches check every file they find (by its path and its real path). */
+const denyingRules = Permission.fromConfig({ "*": "allow", read: { "*secret*": "deny" } })
 
 const firstLine = (text: string) => text.split("\n")[0]!
 
@@ -115,12 +121,24 @@ const main = async () => {
       ],
       ["engine: list all files", () => Effect.runPromise(search.files({ cwd: root })).then((r) => r.files.length)],
       [
+        "engine: list all files, read deny rule",
+        () =>
+          Effect.runPromise(search.files({ cwd: root, exclude: readDenied(instance, denyingRules, root)! })).then((r) => r.files.length)
+      ],
+      [
         "engine: grep function\\s+handle\\w+ (all)",
         () => Effect.runPromise(search.grep({ cwd: root, pattern: "function\\s+handle\\w+" })).then((r) => r.matches.length)
       ],
       [
         "engine: grep TODO include *.ts",
         () => Effect.runPromise(search.grep({ cwd: root, pattern: "TODO", globs: ["*.ts"] })).then((r) => r.matches.length)
+      ],
+      [
+        "engine: grep function\\s+handle\\w+, read deny rule",
+        () =>
+          Effect.runPromise(
+            search.grep({ cwd: root, pattern: "function\\s+handle\\w+", exclude: readDenied(instance, denyingRules, root)! })
+          ).then((r) => r.matches.length)
       ],
       [
         "engine: grep const (limit 1000)",

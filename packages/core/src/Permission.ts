@@ -127,6 +127,28 @@ export const evaluateOpaque = (
   return candidates.reduce((strictest, rule) => (STRICTNESS[rule.action] >= STRICTNESS[strictest.action] ? rule : strictest))
 }
 
+/**
+ * A test for "the rules deny `permission` for this pattern", decided as an ask would decide it
+ * (approvals never lift a deny), for tools that must check without asking. Undefined when no
+ * pattern can be denied: no deny rule for the permission follows its last catch-all (`*`) rule,
+ * so a caller can skip the check entirely.
+ */
+export const denier = (
+  permission: string,
+  ...rulesets: ReadonlyArray<PermissionRuleset>
+): ((pattern: string) => boolean) | undefined => {
+  const relevant = rulesets.flat().filter((rule) => Wildcard.match(permission, rule.permission))
+  let from = 0
+  for (let index = relevant.length - 1; index >= 0; index--) {
+    if (isCatchAll(relevant[index]!.pattern)) {
+      from = index
+      break
+    }
+  }
+  if (!relevant.slice(from).some((rule) => rule.action === "deny")) return undefined
+  return (pattern) => findLast(permission, pattern, [relevant])?.action === "deny"
+}
+
 export interface Explanation {
   readonly permission: string
   readonly pattern: string

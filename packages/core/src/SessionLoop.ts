@@ -1146,6 +1146,8 @@ function make() {
               }
               yield* writePart(message, stepStart)
 
+              // What the tools' own checks decide by: the rules every ask of this step evaluates.
+              const toolRules = Permission.merge(input.ruleset, policy.rules)
               const ask = (
                 request: Parameters<Tool.ToolContext["ask"]>[0],
                 callID: string,
@@ -1193,6 +1195,7 @@ function make() {
                     agent,
                     abort: abortController.signal,
                     ask: (request) => ask(request, part.callID),
+                    rules: toolRules,
                     metadata: (update) =>
                       Effect.gen(function*() {
                         if (update.metadata) live = { ...live, ...update.metadata }

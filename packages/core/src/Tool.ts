@@ -1,4 +1,4 @@
-import type { Agent, CorrectedError, DeniedError, MessageID, RejectedError, SessionID } from "@agent/domain"
+import type { Agent, CorrectedError, DeniedError, MessageID, PermissionRuleset, RejectedError, SessionID } from "@agent/domain"
 import { Effect, JSONSchema, ParseResult, Schema } from "effect"
 
 /** What a running tool may ask of the session. */
@@ -18,6 +18,12 @@ export interface ToolContext {
     readonly opaque?: ReadonlyArray<{ readonly pattern: string; readonly reason: string }>
     readonly metadata?: Record<string, unknown>
   }) => Effect.Effect<void, DeniedError | RejectedError | CorrectedError>
+  /**
+   * The rules `ask` decides by, in order: the agent's and the session's, then the enterprise
+   * policy's. For what a tool decides without asking, such as leaving the files the agent may
+   * not read out of a search (`Permission.denier`).
+   */
+  readonly rules: PermissionRuleset
   /** Live progress: shown to the user while the tool runs. */
   readonly metadata: (update: { readonly title?: string; readonly metadata?: Record<string, unknown> }) => Effect.Effect<void>
 }

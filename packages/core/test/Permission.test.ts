@@ -154,6 +154,40 @@ describe("Permission.disabled", () => {
   })
 })
 
+describe("Permission.denier", () => {
+  const cases: ReadonlyArray<readonly [string, PermissionRuleset, ReadonlyArray<readonly [string, boolean]> | undefined]> = [
+    ["no rules: nothing can be denied", [], undefined],
+    ["allow everything", [rule("*", "*", "allow")], undefined],
+    ["asks never count as denies", [rule("read", "*", "allow"), rule("read", "*.env", "ask")], undefined],
+    ["a deny overridden by a later catch-all allow", [rule("read", "*secret*", "deny"), rule("read", "*", "allow")], undefined],
+    ["a deny of another permission", [rule("edit", "*", "deny")], undefined],
+    ["a catch-all deny then an allowed area", [rule("*", "*", "deny"), rule("read", "src/*", "allow")], [["src/a.ts", false], ["b.ts", true]]],
+    [
+      "a pattern deny after the catch-all",
+      [rule("*", "*", "allow"), rule("read", "*secret*", "deny"), rule("read", "docs/secret.md", "allow")],
+      [["secret.txt", true], ["docs/secret.md", false], ["a.ts", false]]
+    ],
+    ["a wildcard permission deny", [rule("re*", "*.pem", "deny")], [["key.pem", true], ["key.pub", false]]]
+  ]
+  for (const [name, rules, expected] of cases) {
+    it(name, () => {
+      const denies = Permission.denier("read", rules)
+      if (expected === undefined) return expect(denies).toBeUndefined()
+      expect(denies).toBeDefined()
+      for (const [pattern, denied] of expected) {
+        expect(denies!(pattern), pattern).toBe(denied)
+        expect(denied, pattern).toBe(decide("read", pattern, rules) === "deny")
+      }
+    })
+  }
+
+  it("the policy's rules come last, as in an ask", () => {
+    const denies = Permission.denier("read", [rule("read", "*", "allow")], [rule("read", "*.key", "deny")])
+    expect(denies?.("a.key")).toBe(true)
+    expect(Permission.denier("read", [rule("read", "*.key", "deny")], [rule("read", "*", "allow")])).toBeUndefined()
+  })
+})
+
 describe("Permission.explain", () => {
   it("names the deciding rule, its source and every candidate", () => {
     const defaults = Permission.rules("default", "built-in defaults", { "*": "allow" })

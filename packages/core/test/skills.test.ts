@@ -57,6 +57,7 @@ const contextFor = (agent: Agent, answers: Record<string, "allow" | "deny"> = {}
           ? Effect.fail(new DeniedError({ permission: request.permission, pattern: request.patterns[0] ?? "", rules: [] }))
           : Effect.void
       }),
+    rules: [],
     metadata: () => Effect.void
   }
   return { context, asks }

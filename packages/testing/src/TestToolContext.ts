@@ -49,6 +49,7 @@ export const make = (options: TestToolContextOptions = {}) => {
           )
         }
       }),
+    rules: ruleset,
     metadata: (update) =>
       Effect.sync(() => {
         updates.push({ at: Date.now(), metadata: update.metadata ?? {}, ...(update.title ? { title: update.title } : {}) })

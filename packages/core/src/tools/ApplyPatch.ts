@@ -8,6 +8,7 @@ import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileDiff from "./FileDiff.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
+import { pathPatterns } from "./PathRules.js"
 import { load, store, type TextFile } from "./Write.js"
 
 const TOOL = "apply_patch"
@@ -350,7 +351,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               ...(change.movedFrom !== undefined ? { movedFrom: change.movedFrom } : {})
             }))
 
-            const patterns = files.map((file) => relativeToWorktree(instance, file))
+            const patterns = [...new Set(files.flatMap((file) => pathPatterns(instance, file)))]
             yield* context.ask({
               permission: "edit",
               patterns,

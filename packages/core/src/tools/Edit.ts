@@ -7,6 +7,7 @@ import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileDiff from "./FileDiff.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
+import { pathPatterns } from "./PathRules.js"
 import { ensureFresh, load, store } from "./Write.js"
 
 const TOOL = "edit"
@@ -75,7 +76,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             const raw = existing ? FileDiff.encode(after, existing.shape) : params.newString
             const diff = FileDiff.unified(file, before, after)
             const { additions, deletions } = FileDiff.countChanges(before, after)
-            yield* context.ask({ permission: "edit", patterns: [relative], always: ["*"], metadata: { filepath: file, diff } })
+            yield* context.ask({ permission: "edit", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file, diff } })
             const mtimeMs = yield* store(TOOL, file, raw)
             FileTimes.record(context.sessionID, file, mtimeMs)
             return {

@@ -57,7 +57,9 @@ export const isInsideProject = (instance: InstanceInfo, target: string): boolean
 }
 
 /**
- * Asks `external_directory` before a tool touches a path outside the project: the pattern is
+ * Asks `external_directory` before a tool touches a path outside the project, checking the
+ * path as given and its real path (a link inside the project pointing out is outside; a path
+ * outside that leads in through a link is outside as given). One pattern per outside form,
  * `<dir>/*`, where dir is the directory itself or the file's parent.
  */
 export const guard = (
@@ -67,15 +69,22 @@ export const guard = (
   kind: "file" | "directory" = "file"
 ) =>
   Effect.suspend(() => {
-    if (isInsideProject(instance, target)) return Effect.void
     const real = realPath(target)
-    const dir = kind === "directory" ? real : path.dirname(real)
-    const glob = path.join(dir, "*")
+    const roots = [instance.directory, instance.worktree]
+    const realRoots = roots.map(realPath)
+    // The given path may spell a root through its real path (macOS's /private/tmp for /tmp).
+    const givenInside = [...roots, ...realRoots].some((root) => isWithin(target, root))
+    const realInside = realRoots.some((root) => isWithin(real, root))
+    const outside = [...new Set([...(givenInside ? [] : [target]), ...(realInside ? [] : [real])])]
+    if (outside.length === 0) return Effect.void
+    const dirOf = (file: string) => (kind === "directory" ? file : path.dirname(file))
+    const globs = [...new Set(outside.map((file) => path.join(dirOf(file), "*")))]
+    const shown = outside.includes(real) ? real : target
     return context.ask({
       permission: "external_directory",
-      patterns: [glob],
-      always: [glob],
-      metadata: { filepath: real, parentDir: dir }
+      patterns: globs,
+      always: globs,
+      metadata: { filepath: shown, parentDir: dirOf(shown) }
     })
   })
 

@@ -25,6 +25,8 @@ export interface FilesInput {
   readonly globs?: ReadonlyArray<string>
   /** Stop after this many files (the result says whether there were more). */
   readonly limit?: number
+  /** Files to leave out (and count), e.g. those the agent may not read; the limit counts only the rest. */
+  readonly exclude?: (file: string) => boolean
   readonly signal?: AbortSignal
 }
 
@@ -34,6 +36,8 @@ export interface FilesResult {
   readonly truncated: boolean
   /** Some directories could not be read. */
   readonly partial: boolean
+  /** Files `exclude` left out (up to where the search stopped). */
+  readonly excluded: number
 }
 
 export interface GrepInput {
@@ -44,6 +48,8 @@ export interface GrepInput {
   readonly globs?: ReadonlyArray<string>
   /** Stop after this many matching lines. */
   readonly limit?: number
+  /** Files whose matches are left out (and counted); the limit counts only the rest. */
+  readonly exclude?: (file: string) => boolean
   readonly signal?: AbortSignal
 }
 
@@ -61,6 +67,8 @@ export interface GrepResult {
   readonly matches: ReadonlyArray<GrepMatch>
   readonly truncated: boolean
   readonly partial: boolean
+  /** Files with matches that `exclude` left out. */
+  readonly excluded: number
 }
 
 /** The regular expression does not compile. */
@@ -545,6 +553,7 @@ const builtinFiles = (input: FilesInput): Effect.Effect<FilesResult, FileSearchE
     const files: Array<string> = []
     let truncated = false
     let partial = false
+    let excluded = 0
     const pool = new TaskPool(CONCURRENCY)
     const onAbort = () => pool.stop()
     signal.addEventListener("abort", onAbort)
@@ -555,6 +564,10 @@ const builtinFiles = (input: FilesInput): Effect.Effect<FilesResult, FileSearchE
         pool,
         onError: () => void (partial = true),
         onFile: (file) => {
+          if (input.exclude?.(file)) {
+            excluded++
+            return
+          }
           if (files.length >= limit) {
             truncated = true
             pool.stop()
@@ -567,7 +580,7 @@ const builtinFiles = (input: FilesInput): Effect.Effect<FilesResult, FileSearchE
       signal.removeEventListener("abort", onAbort)
     }
     if (signal.aborted) throw new SearchFailed({ detail: "The search was aborted." })
-    return { files, truncated, partial }
+    return { files, truncated, partial, excluded }
   })
 
 /**
@@ -636,6 +649,7 @@ const builtinGrep = (input: GrepInput): Effect.Effect<GrepResult, FileSearchErro
     const matches: Array<GrepMatch> = []
     let truncated = false
     let partial = false
+    let excluded = 0
     const stat = await statOrFail(root)
     const pool = new TaskPool(CONCURRENCY)
     const onAbort = () => pool.stop()
@@ -648,6 +662,11 @@ const builtinGrep = (input: GrepInput): Effect.Effect<GrepResult, FileSearchErro
           return
         }
         if (pool.stopped && signal.aborted) return
+        // Checked after the search, so both engines count the same files: those with matches.
+        if (found.length > 0 && input.exclude?.(file)) {
+          excluded++
+          return
+        }
         for (const match of found) {
           if (matches.length >= limit) {
             truncated = true
@@ -669,7 +688,7 @@ const builtinGrep = (input: GrepInput): Effect.Effect<GrepResult, FileSearchErro
       signal.removeEventListener("abort", onAbort)
     }
     if (signal.aborted) throw new SearchFailed({ detail: "The search was aborted." })
-    return { matches, truncated, partial }
+    return { matches, truncated, partial, excluded }
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -762,6 +781,7 @@ const ripgrepFiles = (binary: string, env: Record<string, string>, input: FilesI
     const limit = input.limit ?? Number.POSITIVE_INFINITY
     const files: Array<string> = []
     let truncated = false
+    let excluded = 0
     const run = await runRipgrep(
       binary,
       ["--files", "--hidden", "--no-config", ...globArgs(withGitExcluded(input.globs)), "--", root],
@@ -769,6 +789,10 @@ const ripgrepFiles = (binary: string, env: Record<string, string>, input: FilesI
       env,
       signal,
       (line) => {
+        if (input.exclude?.(line)) {
+          excluded++
+          return true
+        }
         if (files.length >= limit) {
           truncated = true
           return false
@@ -779,7 +803,7 @@ const ripgrepFiles = (binary: string, env: Record<string, string>, input: FilesI
     )
     if (signal.aborted) throw new SearchFailed({ detail: "The search was aborted." })
     const partial = checkRun(run)
-    return { files, truncated, partial }
+    return { files, truncated, partial, excluded }
   })
 
 const rgText = (value: { text?: string; bytes?: string } | undefined): string =>
@@ -792,6 +816,9 @@ const ripgrepGrep = (binary: string, env: Record<string, string>, input: GrepInp
     const limit = input.limit ?? Number.POSITIVE_INFINITY
     const matches: Array<GrepMatch> = []
     let truncated = false
+    const excludedFiles = new Set<string>()
+    // Matches come grouped by file: the last file's verdict answers its other matches.
+    let last: { readonly file: string; readonly excluded: boolean } | undefined
     const run = await runRipgrep(
       binary,
       [
@@ -814,18 +841,26 @@ const ripgrepGrep = (binary: string, env: Record<string, string>, input: GrepInp
           return true
         }
         if (event.type !== "match" || !event.data) return true
+        const file = rgText(event.data.path)
+        if (input.exclude !== undefined) {
+          if (last?.file !== file) last = { file, excluded: input.exclude(file) }
+          if (last.excluded) {
+            excludedFiles.add(file)
+            return true
+          }
+        }
         if (matches.length >= limit) {
           truncated = true
           return false
         }
         const text = rgText(event.data.lines).replace(/\r?\n$/, "")
-        matches.push({ path: rgText(event.data.path), line: event.data.line_number ?? 0, text })
+        matches.push({ path: file, line: event.data.line_number ?? 0, text })
         return true
       }
     )
     if (signal.aborted) throw new SearchFailed({ detail: "The search was aborted." })
     const partial = checkRun(run, input.pattern)
-    return { matches, truncated, partial }
+    return { matches, truncated, partial, excluded: excludedFiles.size }
   })
 
 // ---------------------------------------------------------------------------------------------

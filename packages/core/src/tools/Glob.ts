@@ -5,6 +5,7 @@ import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileSearch from "./FileSearch.js"
+import { leftOutNote, readDenied } from "./PathRules.js"
 
 const TOOL = "glob"
 
@@ -51,8 +52,9 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         })
         yield* guard(context, instance, dir, "directory")
 
+        const exclude = readDenied(instance, context.rules, dir)
         const result = yield* search
-          .files({ cwd: dir, globs: [params.pattern], limit: LIMIT, signal: context.abort })
+          .files({ cwd: dir, globs: [params.pattern], limit: LIMIT, signal: context.abort, ...(exclude ? { exclude } : {}) })
           .pipe(Effect.mapError((error) => fail(error.message)))
         const times = yield* FileSearch.modifiedTimes(result.files)
         const files = [...result.files].sort(FileSearch.byNewest(times))
@@ -64,10 +66,11 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             `(Results are truncated: showing the first ${LIMIT} results. Use a more specific path or pattern to narrow them down.)`
           )
         }
+        if (result.excluded > 0) lines.push("", leftOutNote(result.excluded))
         return {
           title: relativeToWorktree(instance, dir) || path.basename(dir),
           output: lines.join("\n"),
-          metadata: { count: files.length, truncated: result.truncated }
+          metadata: { count: files.length, truncated: result.truncated, ...(result.excluded > 0 ? { leftOut: result.excluded } : {}) }
         }
       })
   })

@@ -6,6 +6,7 @@ import * as Tool from "../Tool.js"
 import { guard, resolvePath } from "./ExternalDirectory.js"
 import * as FileSearch from "./FileSearch.js"
 import { optionalPath } from "./Glob.js"
+import { leftOutNote, readDenied } from "./PathRules.js"
 
 const TOOL = "grep"
 
@@ -59,13 +60,15 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         if (!stat) return yield* fail(`Path not found: ${target}`)
         yield* guard(context, instance, target, stat.isDirectory() ? "directory" : "file")
 
+        const exclude = readDenied(instance, context.rules, target)
         const result = yield* search
           .grep({
             cwd: target,
             pattern: params.pattern,
             globs: include ? [include] : [],
             limit: MAX_COLLECTED,
-            signal: context.abort
+            signal: context.abort,
+            ...(exclude ? { exclude } : {})
           })
           .pipe(
             Effect.mapError((error) =>
@@ -77,11 +80,14 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             )
           )
 
+        const leftOut = result.excluded > 0 ? [leftOutNote(result.excluded)] : []
+        const leftOutMetadata = result.excluded > 0 ? { leftOut: result.excluded } : {}
         if (result.matches.length === 0) {
+          const notes = [...(result.partial ? ["(Some paths were inaccessible and skipped)"] : []), ...leftOut]
           return {
             title: params.pattern,
-            output: result.partial ? "No files found\n\n(Some paths were inaccessible and skipped)" : "No files found",
-            metadata: { matches: 0, truncated: false }
+            output: ["No files found", ...notes].join("\n\n"),
+            metadata: { matches: 0, truncated: false, ...leftOutMetadata }
           }
         }
 
@@ -110,10 +116,11 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
           )
         }
         if (result.partial) lines.push("", "(Some paths were inaccessible and skipped)")
+        if (leftOut.length > 0) lines.push("", ...leftOut)
         return {
           title: params.pattern,
           output: lines.join("\n"),
-          metadata: { matches: sorted.length, truncated: hidden }
+          metadata: { matches: sorted.length, truncated: hidden, ...leftOutMetadata }
         }
       })
   })

@@ -7,6 +7,7 @@ import * as Tool from "../Tool.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileSearch from "./FileSearch.js"
 import { optionalPath } from "./Glob.js"
+import { leftOutNote, pathPatterns, readDenied } from "./PathRules.js"
 
 const TOOL = "list"
 
@@ -114,14 +115,16 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         if (!stat) return yield* fail(`Directory not found: ${dir}`)
         if (!stat.isDirectory()) return yield* fail(`Not a directory: ${dir}. Use the read tool to read a file.`)
         yield* guard(context, instance, dir, "directory")
-        yield* context.ask({ permission: TOOL, patterns: [dir], always: ["*"], metadata: { path: dir } })
+        yield* context.ask({ permission: TOOL, patterns: pathPatterns(instance, dir, "absolute"), always: ["*"], metadata: { path: dir } })
 
         const globs = [
           ...DEFAULT_IGNORES.map((name) => `!${name}/`),
           ...(params.ignore ?? []).filter((glob) => glob.trim() !== "").map((glob) => `!${glob}`)
         ]
+        // Files the agent may not read are not shown, only counted.
+        const exclude = readDenied(instance, context.rules, dir)
         const result = yield* search
-          .files({ cwd: dir, globs, limit: LIMIT, signal: context.abort })
+          .files({ cwd: dir, globs, limit: LIMIT, signal: context.abort, ...(exclude ? { exclude } : {}) })
           .pipe(Effect.mapError((error) => fail(error.message)))
 
         let output = renderTree(dir, result.files)
@@ -129,10 +132,15 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         if (result.truncated) {
           output += `\n\n(Showing the first ${LIMIT} files. List a subdirectory, add ignore patterns, or use glob to see the rest.)`
         }
+        if (result.excluded > 0) output += `\n\n${leftOutNote(result.excluded)}`
         return {
           title: relativeToWorktree(instance, dir) || path.basename(dir),
           output,
-          metadata: { count: result.files.length, truncated: result.truncated }
+          metadata: {
+            count: result.files.length,
+            truncated: result.truncated,
+            ...(result.excluded > 0 ? { leftOut: result.excluded } : {})
+          }
         }
       })
   })

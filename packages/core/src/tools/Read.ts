@@ -11,6 +11,7 @@ import * as Tool from "../Tool.js"
 import { levenshtein } from "./EditMatch.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileTimes from "./FileTimes.js"
+import { leftOutNote, pathPatterns, readDenied } from "./PathRules.js"
 
 const TOOL = "read"
 
@@ -269,8 +270,15 @@ const suggestions = async (file: string): Promise<Array<string>> => {
 
 // ---------------------------------------------------------------------------------------------
 
-const listDirectory = async (directory: string): Promise<Array<string>> => {
-  const entries = await fsp.readdir(directory, { withFileTypes: true })
+/** The directory's entries, minus those `exclude` leaves out (counted). */
+const listDirectory = async (
+  directory: string,
+  exclude: ((file: string, isLink: boolean) => boolean) | undefined
+): Promise<{ readonly names: Array<string>; readonly excluded: number }> => {
+  const all = await fsp.readdir(directory, { withFileTypes: true })
+  const entries = exclude
+    ? all.filter((entry) => !exclude(path.join(directory, entry.name), entry.isSymbolicLink()))
+    : all
   const names = await Promise.all(
     entries.map(async (entry) => {
       let isDirectory = entry.isDirectory()
@@ -280,7 +288,7 @@ const listDirectory = async (directory: string): Promise<Array<string>> => {
       return isDirectory ? `${entry.name}/` : entry.name
     })
   )
-  return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  return { names: names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), excluded: all.length - entries.length }
 }
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoader> = Effect.gen(function*() {
@@ -297,7 +305,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
         const title = relativeToWorktree(instance, file)
         const stat = yield* statOf(file)
         yield* guard(context, instance, file, stat?.isDirectory() ? "directory" : "file")
-        yield* context.ask({ permission: "read", patterns: [title], always: ["*"], metadata: { filepath: file } })
+        yield* context.ask({ permission: "read", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file } })
 
         if (stat === undefined) {
           const similar = yield* Effect.promise(() => suggestions(file))
@@ -307,8 +315,9 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
         const start = Math.max(params.offset ?? 1, 1)
 
         if (stat.isDirectory()) {
-          const entries = yield* Effect.tryPromise({
-            try: () => listDirectory(file),
+          // Entries the agent may not read are not shown, only counted (as list does).
+          const { names: entries, excluded } = yield* Effect.tryPromise({
+            try: () => listDirectory(file, readDenied(instance, context.rules, file)),
             catch: (error) => fail(`Cannot list directory ${file}: ${(error as Error).message}`)
           })
           if (start > 1 && start > entries.length) {
@@ -320,10 +329,15 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           const note = last < entries.length
             ? `(Showing entries ${start}-${last} of ${entries.length}. Use offset=${last + 1} to continue.)`
             : `(${entries.length} entries)`
+          const leftOut = excluded > 0 ? [leftOutNote(excluded)] : []
           return {
             title,
-            output: [`<path>${file}</path>`, "<type>directory</type>", "<entries>", ...shown, note, "</entries>"].join("\n"),
-            metadata: { preview: shown.slice(0, 20).join("\n"), truncated: last < entries.length },
+            output: [`<path>${file}</path>`, "<type>directory</type>", "<entries>", ...shown, note, ...leftOut, "</entries>"].join("\n"),
+            metadata: {
+              preview: shown.slice(0, 20).join("\n"),
+              truncated: last < entries.length,
+              ...(excluded > 0 ? { leftOut: excluded } : {})
+            },
             truncated: true
           }
         }

@@ -8,6 +8,7 @@ import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileDiff from "./FileDiff.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
+import { pathPatterns } from "./PathRules.js"
 
 const TOOL = "write"
 
@@ -88,7 +89,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             // An existing file keeps its BOM and line endings; a new one is written as given.
             const raw = existing ? FileDiff.encode(params.content, existing.shape) : params.content
             const diff = FileDiff.unified(file, existing?.text ?? "", FileDiff.decode(raw).text)
-            yield* context.ask({ permission: "edit", patterns: [relative], always: ["*"], metadata: { filepath: file, diff } })
+            yield* context.ask({ permission: "edit", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file, diff } })
             const mtimeMs = yield* store(TOOL, file, raw)
             FileTimes.record(context.sessionID, file, mtimeMs)
             return {

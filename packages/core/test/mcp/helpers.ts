@@ -85,6 +85,7 @@ export const makeContext = (options: { readonly deny?: ReadonlyArray<string>; re
           ? Effect.fail(new DeniedError({ permission: request.permission, pattern: "*", rules: [] }))
           : Effect.void
       }),
+    rules: [],
     metadata: (update) => Effect.sync(() => void updates.push(update))
   }
   return { context, asked, updates }

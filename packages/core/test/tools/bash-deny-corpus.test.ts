@@ -5,6 +5,8 @@ import { Effect, Either, Stream } from "effect"
 import * as fs from "node:fs"
 import { AgentRegistry } from "../../src/AgentRegistry.js"
 import { Bus } from "../../src/Bus.js"
+import * as Permission from "../../src/Permission.js"
+import { PermissionPolicy } from "../../src/PermissionPolicy.js"
 import { PermissionService } from "../../src/PermissionService.js"
 import type * as Tool from "../../src/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
@@ -69,13 +71,14 @@ const spell = (spelling: string) => spelling.replaceAll("V", VICTIM)
  * rejected (there is nobody at a terminal).
  */
 const withRuntime = <A, E>(
-  files: Record<string, unknown>,
+  files: Readonly<Record<string, string | object>>,
   body: (run: (command: string) => Effect.Effect<Either.Either<Tool.ToolResult, unknown>>, victim: string) => Effect.Effect<A, E>
 ) =>
   Effect.gen(function*() {
     const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), files })
     return yield* Effect.gen(function*() {
       const permissions = yield* PermissionService
+      const policy = yield* PermissionPolicy
       const agent = yield* (yield* AgentRegistry).get("build")
       const bus = yield* Bus
       const tool = yield* Bash.make
@@ -92,6 +95,7 @@ const withRuntime = <A, E>(
         messageID: "msg_corpus" as Tool.ToolContext["messageID"],
         callID: "call_corpus",
         agent,
+        rules: Permission.merge(agent.permission, policy.rules),
         abort: new AbortController().signal,
         ask: (request) => permissions.ask({ sessionID: "ses_corpus" as SessionID, ...request, ruleset: agent.permission }),
         metadata: () => Effect.void
@@ -160,7 +164,7 @@ describe("bash deny rules hold whatever the spelling", () => {
         Effect.gen(function*() {
           // --auto-approve answers ordinary asks, but not one the rules cannot check.
           const result = yield* run(spell("R=rm; $R V"))
-          expect(Either.isLeft(result) && result.left._tag).toBe("RejectedError")
+          expect(Either.isLeft(result) && (result.left as { readonly _tag: string })._tag).toBe("RejectedError")
           expect(fs.existsSync(victim)).toBe(true)
         }))
     }), 60_000)

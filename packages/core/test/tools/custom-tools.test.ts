@@ -22,6 +22,7 @@ const toolContext = (controller = new AbortController()): Tool.ToolContext => ({
   agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
   abort: controller.signal,
   ask: () => Effect.void,
+  rules: [],
   metadata: () => Effect.void
 })
 

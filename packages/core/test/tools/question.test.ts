@@ -131,6 +131,7 @@ const toolContext = (): Tool.ToolContext => ({
   agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
   abort: new AbortController().signal,
   ask: () => Effect.die("the question tool must not ask permission"),
+  rules: [],
   metadata: () => Effect.void
 })
 
