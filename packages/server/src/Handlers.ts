@@ -7,9 +7,13 @@ import {
   ConfigService,
   Identifier,
   SessionChanges,
+  attachmentAccess,
+  realPath,
   Instance,
+  type InstanceInfo,
   InstructionLoader,
   Mcp,
+  Permission,
   PermissionService,
   type PromptPartInput,
   QuestionService,
@@ -23,10 +27,13 @@ import {
   AgentApi,
   BadRequestError,
   BusyError,
+  ForbiddenError,
   type RevertError,
   type MessageID,
   NotFoundError,
   type PartInput,
+  type PermissionRule,
+  type PermissionRuleset,
   type PromptBody,
   ProviderFailedError,
   type Session,
@@ -46,55 +53,91 @@ import { EventHub, type ServerEvent } from "./EventHub.js"
 /**
  * Prompt parts as the loop takes them. `file://` urls are read here (text inlined, images
  * and PDFs as data urls, directories listed), so the model never sees a local path it
- * cannot open; data and http(s) urls pass through.
+ * cannot open; data and http(s) urls pass through. A file is read only when the session's
+ * rules allow it (see `filePart`); `rules` gives them, asked once and only for file urls.
  */
-const toPromptParts = (parts: ReadonlyArray<PartInput>, directory: string) =>
-  Effect.forEach(parts, (part): Effect.Effect<PromptPartInput, BadRequestError> => {
-    switch (part.type) {
-      case "text":
-        return Effect.succeed({ type: "text", text: part.text, ...(part.synthetic ? { synthetic: true } : {}) })
-      case "agent":
-        return Effect.succeed({ type: "agent", name: part.name })
-      case "subtask":
-        return Effect.succeed({
-          type: "subtask",
-          prompt: part.prompt,
-          description: part.description,
-          agent: part.agent,
-          ...(part.model ? { model: part.model } : {})
-        })
-      case "file":
-        return filePart(part, directory)
-    }
+const toPromptParts = <E>(
+  parts: ReadonlyArray<PartInput>,
+  instance: InstanceInfo,
+  rules: Effect.Effect<PermissionRuleset, E>
+) =>
+  Effect.gen(function*() {
+    const ruleset = parts.some((part) => part.type === "file" && part.url.startsWith("file:")) ? yield* rules : []
+    return yield* Effect.forEach(parts, (part): Effect.Effect<PromptPartInput, BadRequestError | ForbiddenError> => {
+      switch (part.type) {
+        case "text":
+          return Effect.succeed({ type: "text", text: part.text, ...(part.synthetic ? { synthetic: true } : {}) })
+        case "agent":
+          return Effect.succeed({ type: "agent", name: part.name })
+        case "subtask":
+          return Effect.succeed({
+            type: "subtask",
+            prompt: part.prompt,
+            description: part.description,
+            agent: part.agent,
+            ...(part.model ? { model: part.model } : {})
+          })
+        case "file":
+          return filePart(part, instance, ruleset)
+      }
+    })
   })
 
-const filePart = (part: Extract<PartInput, { type: "file" }>, directory: string) =>
+const statOf = (file: string) => {
+  try {
+    return fs.statSync(file)
+  } catch {
+    return undefined
+  }
+}
+
+const describeRule = (rule: PermissionRule) => {
+  const source = rule.source
+  const where = source?.file ? `${source.file}${source.key ? ` (${source.key})` : ""}` : source?.note
+  return `${rule.permission} ${JSON.stringify(rule.pattern)} → ${rule.action}${source ? ` [${source.layer}${where ? `: ${where}` : ""}]` : " [no rule matched: the default]"}`
+}
+
+/**
+ * A `file://` part: decided by the read tool's rules before a byte is read (only an `allow` lets it
+ * through, since nobody is there to answer an ask), then read from the real path that was checked.
+ */
+const filePart = (part: Extract<PartInput, { type: "file" }>, instance: InstanceInfo, ruleset: PermissionRuleset) =>
   Effect.gen(function*() {
     const filename = part.filename !== undefined ? { filename: part.filename } : {}
     if (/^(data|https?):/i.test(part.url)) return { type: "file", mime: part.mime, url: part.url, ...filename } satisfies PromptPartInput
     if (!part.url.startsWith("file:")) {
       return yield* BadRequestError.of(`parts: file url must be file://, data: or http(s): — got ${part.url.slice(0, 40)}`)
     }
-    const absolute = yield* Effect.try(() => path.resolve(directory, fileURLToPath(part.url))).pipe(
+    const absolute = yield* Effect.try(() => path.resolve(instance.directory, fileURLToPath(part.url))).pipe(
       Effect.mapError(() => BadRequestError.of(`parts: not a valid file url: ${part.url}`))
     )
-    const stat = yield* Effect.try(() => fs.statSync(absolute)).pipe(
-      Effect.mapError(() => BadRequestError.of(`parts: file not found: ${absolute}`))
-    )
-    if (stat.isDirectory()) {
-      const entries = fs.readdirSync(absolute, { withFileTypes: true })
-        .map((entry) => entry.name + (entry.isDirectory() ? "/" : ""))
-        .sort()
-      return { type: "text", synthetic: true, text: `<directory path="${absolute}">\n${entries.join("\n")}\n</directory>` } satisfies PromptPartInput
+    // Refused before "not found", so a refusal says nothing about what exists outside the project.
+    const stat = statOf(absolute)
+    const refusal = attachmentAccess(instance, absolute, stat?.isDirectory() ? "directory" : "file", ruleset)
+    if (refusal) {
+      return yield* ForbiddenError.of(
+        `parts: ${refusal.path} may not be read for a prompt: ${refusal.permission} ${JSON.stringify(refusal.pattern)} ` +
+          `is decided by ${describeRule(refusal.rule)}; only a rule that allows it lets a file part through`,
+        { path: refusal.path, rule: refusal.rule }
+      )
     }
-    if (stat.size > MAX_ATTACHMENT_BYTES) return yield* BadRequestError.of(`parts: file too large (over 10 MB): ${absolute}`)
-    const mime = attachmentMime(absolute)
-    if (mime) {
-      const data = fs.readFileSync(absolute).toString("base64")
-      return { type: "file", mime, url: `data:${mime};base64,${data}`, filename: part.filename ?? path.basename(absolute) } satisfies PromptPartInput
-    }
-    const content = fs.readFileSync(absolute, "utf8")
-    return { type: "text", synthetic: true, text: `<file path="${absolute}">\n${content}\n</file>` } satisfies PromptPartInput
+    if (!stat) return yield* BadRequestError.of(`parts: file not found: ${absolute}`)
+    if (!stat.isDirectory() && stat.size > MAX_ATTACHMENT_BYTES) return yield* BadRequestError.of(`parts: file too large (over 10 MB): ${absolute}`)
+    const real = realPath(absolute)
+    return yield* Effect.try((): PromptPartInput => {
+      if (stat.isDirectory()) {
+        const entries = fs.readdirSync(real, { withFileTypes: true })
+          .map((entry) => entry.name + (entry.isDirectory() ? "/" : ""))
+          .sort()
+        return { type: "text", synthetic: true, text: `<directory path="${absolute}">\n${entries.join("\n")}\n</directory>` }
+      }
+      const mime = attachmentMime(absolute)
+      if (mime) {
+        const data = fs.readFileSync(real).toString("base64")
+        return { type: "file", mime, url: `data:${mime};base64,${data}`, filename: part.filename ?? path.basename(absolute) }
+      }
+      return { type: "text", synthetic: true, text: `<file path="${absolute}">\n${fs.readFileSync(real, "utf8")}\n</file>` }
+    }).pipe(Effect.mapError((error) => BadRequestError.of(`parts: cannot read ${absolute}: ${(error.error as Error).message}`)))
   })
 
 const notFound = (error: { readonly message: string }) => NotFoundError.of(error.message)
@@ -124,6 +167,16 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
 
     const bus = yield* Bus
     const session = (id: SessionID) => store.get(id).pipe(Effect.mapError(notFound))
+    /** What the session's prompt would be decided by, for the files it asks the server to read. */
+    const rulesFor = (id: SessionID, agent: string | undefined) =>
+      loop.rules({ sessionID: id, ...(agent !== undefined ? { agent } : {}) }).pipe(
+        Effect.catchTags({
+          SessionNotFound: (error) => Effect.fail(notFound(error)),
+          AgentNotFound: (error) => Effect.fail(badRequest(error))
+        })
+      )
+    /** Rules that arrive over the API are session rules, whatever source they claim. */
+    const apiRules = (rules: PermissionRuleset) => Permission.asSession(Permission.strip(rules), "set over the API")
 
     /**
      * Tells event-stream clients (`agent run --attach`) how the run of their prompt ended, or
@@ -165,7 +218,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
     const prompt = (id: SessionID, body: PromptBody) =>
       Effect.gen(function*() {
         yield* session(id)
-        const parts = yield* toPromptParts(body.parts, instance.directory)
+        const parts = yield* toPromptParts(body.parts, instance, rulesFor(id, body.agent))
         if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
         const messageID = body.messageID ?? (Identifier.ascending("message") as MessageID)
         const outcome = yield* announce(id, messageID, loop.prompt({
@@ -210,7 +263,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
             ...(payload.title !== undefined ? { title: payload.title } : {}),
             ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
             ...(payload.model !== undefined ? { model: { id: payload.model.modelID, providerID: payload.model.providerID } } : {}),
-            ...(payload.permission !== undefined ? { permission: payload.permission } : {})
+            ...(payload.permission !== undefined ? { permission: apiRules(payload.permission) } : {})
           })
         }))
       .handle("status", () =>
@@ -219,7 +272,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
       .handle("update", ({ path, payload }) =>
         store.update(path.id, {
           ...(payload.title !== undefined ? { title: payload.title } : {}),
-          ...(payload.permission !== undefined ? { permission: payload.permission } : {}),
+          ...(payload.permission !== undefined ? { permission: apiRules(payload.permission) } : {}),
           ...(payload.time?.archived !== undefined ? { archived: payload.time.archived } : {})
         }).pipe(Effect.mapError(notFound)))
       .handle("delete", ({ path }) =>
@@ -256,7 +309,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         Effect.gen(function*() {
           yield* session(path.id)
           // Bad parts are the caller's error, reported now rather than lost in the background.
-          const parts = yield* toPromptParts(payload.parts, instance.directory)
+          const parts = yield* toPromptParts(payload.parts, instance, rulesFor(path.id, payload.agent))
           if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
           yield* prompt(path.id, payload).pipe(
             Effect.catchAllCause((cause) => Effect.logError("prompt_async failed", cause)),
