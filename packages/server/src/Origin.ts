@@ -47,8 +47,9 @@ export const ownHosts = (context: HostContext): ReadonlyArray<string> => {
   const names = new Set<string>()
   if (isLoopbackAddress(context.localAddress)) for (const name of LOOPBACK_NAMES) names.add(name)
   names.add(plainAddress(context.localAddress))
-  const bound = parseHost(context.hostname)?.name
-  if (bound !== undefined && bound !== "0.0.0.0" && bound !== "::") names.add(bound)
+  // The name it was told to listen on, also 0.0.0.0 (which the startup line prints).
+  const bound = net.isIPv6(context.hostname) ? plainAddress(context.hostname) : parseHost(context.hostname)?.name
+  if (bound !== undefined) names.add(bound)
   return [...names]
 }
 
