@@ -353,6 +353,7 @@ export class SessionApi extends HttpApiGroup.make("session")
       .addSuccess(MessageWithParts)
       .addError(NotFoundError)
       .addError(BadRequestError)
+      .addError(ForbiddenError)
   )
   .add(
     HttpApiEndpoint.post("revert", "/session/:id/revert")

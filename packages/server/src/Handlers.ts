@@ -97,6 +97,15 @@ const describeRule = (rule: PermissionRule) => {
   return `${rule.permission} ${JSON.stringify(rule.pattern)} → ${rule.action}${source ? ` [${source.layer}${where ? `: ${where}` : ""}]` : " [no rule matched: the default]"}`
 }
 
+/** Why the rules do not let the server read `file` for a request, or undefined when they allow it. */
+const readRefusal = (file: string, kind: "file" | "directory", instance: InstanceInfo, ruleset: PermissionRuleset) => {
+  const refusal = attachmentAccess(instance, file, kind, ruleset)
+  if (!refusal) return undefined
+  const message = `${refusal.path} may not be read for a request: ${refusal.permission} ${JSON.stringify(refusal.pattern)} ` +
+    `is decided by ${describeRule(refusal.rule)}; only a rule that allows it lets the server read a file for a request`
+  return { ...refusal, message }
+}
+
 /**
  * A `file://` part: decided by the read tool's rules before a byte is read (only an `allow` lets it
  * through, since nobody is there to answer an ask), then read from the real path that was checked.
@@ -113,14 +122,8 @@ const filePart = (part: Extract<PartInput, { type: "file" }>, instance: Instance
     )
     // Refused before "not found", so a refusal says nothing about what exists outside the project.
     const stat = statOf(absolute)
-    const refusal = attachmentAccess(instance, absolute, stat?.isDirectory() ? "directory" : "file", ruleset)
-    if (refusal) {
-      return yield* ForbiddenError.of(
-        `parts: ${refusal.path} may not be read for a prompt: ${refusal.permission} ${JSON.stringify(refusal.pattern)} ` +
-          `is decided by ${describeRule(refusal.rule)}; only a rule that allows it lets a file part through`,
-        { path: refusal.path, rule: refusal.rule }
-      )
-    }
+    const refusal = readRefusal(absolute, stat?.isDirectory() ? "directory" : "file", instance, ruleset)
+    if (refusal) return yield* ForbiddenError.of(`parts: ${refusal.message}`, { path: refusal.path, rule: refusal.rule })
     if (!stat) return yield* BadRequestError.of(`parts: file not found: ${absolute}`)
     if (!stat.isDirectory() && stat.size > MAX_ATTACHMENT_BYTES) return yield* BadRequestError.of(`parts: file too large (over 10 MB): ${absolute}`)
     const real = realPath(absolute)
@@ -345,10 +348,13 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         Effect.gen(function*() {
           yield* session(path.id)
           const messageID = payload.messageID ?? (Identifier.ascending("message") as MessageID)
+          // `@path` in the arguments reads a file into the message: the same rules as a file part.
+          const ruleset = payload.arguments.includes("@") ? yield* rulesFor(path.id, payload.agent) : undefined
           const outcome = yield* announce(path.id, messageID, commands.execute({
             sessionID: path.id,
             command: payload.command,
             arguments: payload.arguments,
+            ...(ruleset ? { mayRead: (file, kind) => readRefusal(file, kind, instance, ruleset)?.message } : {}),
             messageID,
             ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
             ...(payload.model !== undefined ? { model: payload.model } : {}),
@@ -357,7 +363,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
             Effect.catchTags({
               CommandNotFound: (error) => Effect.fail(notFound(error)),
               SessionNotFound: (error) => Effect.fail(notFound(error)),
-              CommandError: (error) => Effect.fail(badRequest(error)),
+              CommandError: (error) => Effect.fail(error.forbidden ? ForbiddenError.of(error.message) : badRequest(error)),
               AgentNotFound: (error) => Effect.fail(badRequest(error)),
               ModelNotConfigured: (error) => Effect.fail(badRequest(error))
             })

@@ -110,4 +110,32 @@ describe("file parts in a prompt", () => {
       expect(result.body.data.message).toContain("deny")
       expect(result.stored).not.toContain(SECRET)
     }))
+
+  it.scopedLive("@path in a command's arguments is held to the same rules; the template's own references are the user's", () =>
+    Effect.gen(function*() {
+      const { url, box } = yield* serve({
+        model: ScriptedModel.make(["reviewed", "reviewed"]),
+        files: {
+          ...files,
+          "home/style.md": "STYLE-GUIDE",
+          "project/agent.json": { command: { review: { template: "Review $ARGUMENTS following @~/style.md" } } }
+        }
+      })
+      const session = (yield* Effect.promise(() => post(`${url}/session`, {}).then((r) => r.json()))) as { id: string }
+      const command = (args: string) =>
+        Effect.promise(async () => {
+          const response = await post(`${url}/session/${session.id}/command`, { command: "review", arguments: args })
+          return { status: response.status, body: (await response.json()) as any }
+        })
+      const refused = yield* command(`@${box.path("outside/secret.txt")}`)
+      expect(refused.status).toBe(403)
+      expect(refused.body.data.message).toContain(box.path("outside/secret.txt"))
+      const stored = yield* Effect.promise(() => fetch(`${url}/session/${session.id}/message`).then((r) => r.text()))
+      expect(stored).not.toContain(SECRET)
+      const inside = yield* command("@notes.txt")
+      expect(inside.status).toBe(200)
+      const after = yield* Effect.promise(() => fetch(`${url}/session/${session.id}/message`).then((r) => r.text()))
+      expect(after).toContain("project notes")
+      expect(after).toContain("STYLE-GUIDE")
+    }))
 })
