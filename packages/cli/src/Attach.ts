@@ -63,6 +63,11 @@ const rootCause = (error: unknown): string => {
 const explain = (server: Server) => (error: unknown): AttachError | UsageError => {
   if (HttpClientError.isHttpClientError(error)) {
     if (error._tag === "RequestError") return new AttachError({ message: `cannot reach the agent server at ${server.url}: ${rootCause(error)}` })
+    if (error.response.status === 403) {
+      return new UsageError({
+        message: `the agent server at ${server.url} refused the request (403): it answers only to its own names (see --allowed-host on agent serve)`
+      })
+    }
     if (error.response.status === 401) {
       return new UsageError({
         message: `the agent server at ${server.url} refused the credentials: set AGENT_SERVER_PASSWORD (and AGENT_SERVER_USERNAME) or put user:password@ in the url`
@@ -72,7 +77,9 @@ const explain = (server: Server) => (error: unknown): AttachError | UsageError =
   }
   const tag = (error as { _tag?: unknown })._tag
   // The API's own errors name the problem with what was sent (an unknown agent, a bad part).
-  if (tag === "NotFoundError" || tag === "BadRequest" || tag === "BusyError") return new UsageError({ message: (error as Error).message })
+  if (tag === "NotFoundError" || tag === "BadRequest" || tag === "BusyError" || tag === "Forbidden") {
+    return new UsageError({ message: (error as Error).message })
+  }
   if (tag === "ParseError") {
     return new AttachError({ message: `the agent server at ${server.url} sent an answer this client cannot read (another version?): ${(error as Error).message}` })
   }

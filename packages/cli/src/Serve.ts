@@ -25,6 +25,7 @@ export const serve = (flags: ServeInput) =>
       ...Option.match(flags.port, { onNone: () => config.server?.port !== undefined ? { port: config.server.port } : {}, onSome: (port) => ({ port }) }),
       hostname: Option.getOrElse(flags.hostname, () => config.server?.hostname ?? "127.0.0.1"),
       cors: [...(config.server?.cors ?? []), ...flags.cors],
+      allowedHosts: [...(config.server?.allowed_hosts ?? []), ...flags.allowedHost],
       ...(instance.env.AGENT_SERVER_PASSWORD ? { password: instance.env.AGENT_SERVER_PASSWORD } : {}),
       ...(instance.env.AGENT_SERVER_USERNAME ? { username: instance.env.AGENT_SERVER_USERNAME } : {})
     }

@@ -14,6 +14,12 @@ export const serveConfig = {
   cors: Options.text("cors").pipe(
     Options.withDescription("An extra origin allowed to call the API from a browser (repeatable)"),
     Options.repeated
+  ),
+  allowedHost: Options.text("allowed-host").pipe(
+    Options.withDescription(
+      "A name the Host header may give besides the server's own, e.g. behind a proxy: name (any port), name:port, or * (repeatable)"
+    ),
+    Options.repeated
   )
 }
 

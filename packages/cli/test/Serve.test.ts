@@ -1,7 +1,18 @@
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as http from "node:http"
 import { project, serve } from "./AgentProcess.js"
+
+/** GET /session with a given Host header (fetch will not send one of the caller's choosing). */
+const withHost = (url: string, host: string) =>
+  Effect.async<number>((resume) => {
+    const target = new URL(url)
+    http.get({ host: target.hostname, port: target.port, path: "/session", headers: { host } }, (res) => {
+      res.resume()
+      res.on("end", () => resume(Effect.succeed(res.statusCode!)))
+    }).on("error", (error) => resume(Effect.die(error)))
+  })
 
 const { toolCall } = ScriptedModel
 
@@ -66,5 +77,18 @@ describe("agent serve", () => {
       const box = yield* project(model.url)
       const served = yield* serve(box, ["--hostname", "0.0.0.0"])
       expect(served.stderr()).toContain("without a password")
+    }), 60_000)
+
+  it.scopedLive("answers only to its own names and those given with --allowed-host or server.allowed_hosts", () =>
+    Effect.gen(function*() {
+      const model = yield* MockOpenAIServer.start(["x"])
+      const box = yield* project(model.url, { server: { allowed_hosts: ["from-config.internal"] } })
+      const served = yield* serve(box, ["--allowed-host", "agent.internal"])
+      const port = new URL(served.url).port
+      expect(yield* withHost(served.url, `127.0.0.1:${port}`)).toBe(200)
+      expect(yield* withHost(served.url, `localhost:${port}`)).toBe(200)
+      expect(yield* withHost(served.url, "agent.internal")).toBe(200)
+      expect(yield* withHost(served.url, `from-config.internal:${port}`)).toBe(200)
+      expect(yield* withHost(served.url, `rebind.evil.example:${port}`)).toBe(403)
     }), 60_000)
 })

@@ -28,6 +28,12 @@ export interface ExpandCommandInput {
   readonly agent?: string
   /** The model for this message, as a reference or `provider/model`. */
   readonly model?: ModelRef | string
+  /**
+   * Asked before a file that `@path` in the arguments names is read (the template's own references
+   * are the user's): a text refuses the command with it (`CommandError` with `forbidden`). The
+   * server passes its file-part check here; a person at the CLI reads what they name.
+   */
+  readonly mayRead?: (absolute: string, kind: "file" | "directory") => string | undefined
 }
 
 /** A command turned into the prompt it sends. */
@@ -253,6 +259,14 @@ function make() {
 
       // Files named in the template or the arguments (never in shell output) are read into the message.
       const knownAgents = new Set((yield* agents.list()).map((candidate) => candidate.name))
+      if (input.mayRead) {
+        const own = new Set(CommandTemplate.fileReferences(template))
+        for (const ref of CommandTemplate.fileReferences(typed)) {
+          const target = own.has(ref) ? undefined : CommandTemplate.referenceTarget(instance, ref)
+          const refusal = target && input.mayRead(target.absolute, target.kind)
+          if (refusal) return yield* new CommandError({ command: command.name, detail: `@${ref}: ${refusal}`, forbidden: true })
+        }
+      }
       const inclusions = CommandTemplate.fileReferences(typed).flatMap((ref) => {
         const found = CommandTemplate.resolveReference(instance, ref, (name) => knownAgents.has(name))
         return found ? [found] : []

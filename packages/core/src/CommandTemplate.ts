@@ -229,6 +229,29 @@ const listingOf = (dir: string): string => {
   return shown.join("\n") + (entries.length > shown.length ? `\n[${entries.length - shown.length} more entries]` : "")
 }
 
+/** Where `@ref` may be, in the order tried: relative to the working directory, then the project root; `~/` is the home. */
+export const referenceCandidates = (instance: InstanceInfo, ref: string): ReadonlyArray<string> => {
+  const home = instance.home || os.homedir()
+  return ref.startsWith("~/")
+    ? [path.join(home, ref.slice(2))]
+    : path.isAbsolute(ref)
+    ? [ref]
+    : [...new Set([path.resolve(instance.directory, ref), path.resolve(instance.worktree, ref)])]
+}
+
+/** The file or directory `@ref` names (the first candidate that exists), before anything is read. */
+export const referenceTarget = (
+  instance: InstanceInfo,
+  ref: string
+): { readonly absolute: string; readonly kind: "file" | "directory" } | undefined => {
+  for (const absolute of referenceCandidates(instance, ref)) {
+    const stat = statOrUndefined(absolute)
+    if (stat?.isDirectory()) return { absolute, kind: "directory" }
+    if (stat?.isFile()) return { absolute, kind: "file" }
+  }
+  return undefined
+}
+
 /**
  * Resolves `@ref`: a file or directory (relative to the working directory, then the project
  * root; `~/` is the home), else an agent of that name, else nothing (the text stays as typed).
@@ -238,13 +261,7 @@ export const resolveReference = (
   ref: string,
   isAgent: (name: string) => boolean
 ): Inclusion | undefined => {
-  const home = instance.home || os.homedir()
-  const candidates = ref.startsWith("~/")
-    ? [path.join(home, ref.slice(2))]
-    : path.isAbsolute(ref)
-    ? [ref]
-    : [...new Set([path.resolve(instance.directory, ref), path.resolve(instance.worktree, ref)])]
-  for (const absolute of candidates) {
+  for (const absolute of referenceCandidates(instance, ref)) {
     const stat = statOrUndefined(absolute)
     if (!stat) continue
     const relative = path.relative(instance.worktree, absolute)

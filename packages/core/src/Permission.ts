@@ -74,19 +74,63 @@ export const rules = (
 
 export const merge = (...rulesets: ReadonlyArray<PermissionRuleset>): PermissionRuleset => rulesets.flat()
 
+/**
+ * Rules that came with a session (over the API, or carried from a parent session) as the engine
+ * must see them: whatever source they claim, an allow or ask among them is a `session` rule, so it
+ * cannot pass for the user's config (see `evaluate`). A deny keeps its source: it can only tighten.
+ */
+export const asSession = (rules: PermissionRuleset, note?: string): PermissionRuleset =>
+  rules.map((rule) => {
+    if (rule.action === "deny" && rule.source !== undefined) return rule
+    const text = note ?? rule.source?.note
+    return { ...rule, source: { layer: "session", ...(text !== undefined ? { note: text } : {}) } }
+  })
+
+/**
+ * The rules a session's tool calls are decided by (the enterprise policy comes after them, added
+ * by every ask): the agent's built-in defaults, then `defaults` (e.g. skill folders, which the
+ * agent's and the user's rules may override), the rest of the agent's rules, the session's rules.
+ */
+export const forSession = (
+  agent: PermissionRuleset,
+  session: PermissionRuleset | undefined,
+  defaults: PermissionRuleset = []
+): PermissionRuleset => {
+  const afterDefaults = agent.findIndex((rule) => rule.source?.layer !== "default")
+  const split = afterDefaults < 0 ? agent.length : afterDefaults
+  return merge(agent.slice(0, split), defaults, agent.slice(split), asSession(session ?? []))
+}
+
+/** An allow or ask that came with a session: it loosens anything but a deny from config. */
+const sessionLoosens = (rule: PermissionRule) => rule.source?.layer === "session" && rule.action !== "deny"
+const configDenies = (rule: PermissionRule) => rule.source?.layer === "config" && rule.action === "deny"
+
+/**
+ * The last matching rule, except that a session's allow or ask yields to a deny from the user's or
+ * project's config that decides without the session's rules: rules that arrive over the API may
+ * tighten the config but never loosen its denies (as stored "always" approvals cannot).
+ */
 const findLast = (
   permission: string,
   pattern: string,
   rulesets: ReadonlyArray<PermissionRuleset>
 ): PermissionRule | undefined => {
+  let loosening: PermissionRule | undefined
   for (let set = rulesets.length - 1; set >= 0; set--) {
     const ruleset = rulesets[set]!
     for (let index = ruleset.length - 1; index >= 0; index--) {
       const rule = ruleset[index]!
-      if (Wildcard.match(permission, rule.permission) && Wildcard.match(pattern, rule.pattern)) return rule
+      if (!Wildcard.match(permission, rule.permission) || !Wildcard.match(pattern, rule.pattern)) continue
+      if (loosening === undefined) {
+        if (!sessionLoosens(rule)) return rule
+        loosening = rule
+      } else if (rule.source?.layer !== "session") {
+        // The decision without the session's rules.
+        return configDenies(rule) ? rule : loosening
+      }
     }
   }
-  return undefined
+  return loosening
 }
 
 /** The rule that decides `permission` for `pattern`, or the default ask. */
@@ -195,20 +239,30 @@ export const permissionOfTool = (tool: string): string => PERMISSION_OF_TOOL[too
 
 /**
  * Tools to hide from the model: those whose last matching rule denies every pattern
- * (`pattern: "*"`, `action: "deny"`). A tool denied only for some patterns stays visible.
+ * (`pattern: "*"`, `action: "deny"`), also when that rule is a config deny with only session
+ * rules after it (they cannot loosen it). A tool denied only for some patterns stays visible.
  */
 export const disabled = (toolIds: Iterable<string>, ruleset: PermissionRuleset): Set<string> => {
   const result = new Set<string>()
+  const deniesAll = (rule: PermissionRule | undefined) => rule !== undefined && rule.pattern === "*" && rule.action === "deny"
   for (const tool of toolIds) {
     const permission = permissionOfTool(tool)
     let last: PermissionRule | undefined
+    let beforeSession: PermissionRule | undefined
     for (let index = ruleset.length - 1; index >= 0; index--) {
-      if (Wildcard.match(permission, ruleset[index]!.permission)) {
-        last = ruleset[index]
+      const rule = ruleset[index]!
+      if (!Wildcard.match(permission, rule.permission)) continue
+      if (last === undefined) {
+        last = rule
+        if (rule.source?.layer !== "session") break
+      } else if (rule.source?.layer !== "session") {
+        beforeSession = rule
         break
       }
     }
-    if (last && last.pattern === "*" && last.action === "deny") result.add(tool)
+    if (deniesAll(last) || (beforeSession !== undefined && configDenies(beforeSession) && deniesAll(beforeSession))) {
+      result.add(tool)
+    }
   }
   return result
 }

@@ -142,6 +142,14 @@ export interface SessionLoopShape {
   /** Summarizes the session now (after the run in progress, if any). */
   readonly compact: (sessionID: SessionID) => Effect.Effect<RunOutcome, LoopError>
   readonly status: (sessionID: SessionID) => Effect.Effect<SessionStatus>
+  /**
+   * The rules the session's next prompt (with `agent`, else the agent it would run) is decided by,
+   * the enterprise policy's last: what a server checks before it reads a file for a prompt.
+   */
+  readonly rules: (input: { readonly sessionID: SessionID; readonly agent?: string }) => Effect.Effect<
+    PermissionRuleset,
+    SessionNotFound | AgentNotFound
+  >
   readonly statuses: () => Effect.Effect<ReadonlyMap<SessionID, SessionStatus>>
 }
 
@@ -310,11 +318,29 @@ function make() {
     const resolveAgent = (name: string | undefined) =>
       name === undefined ? agents.defaultAgent().pipe(Effect.orDie) : agents.get(name)
 
+    /** The last user message of the session (among its latest 20), whose agent and model carry on. */
+    const previousUser = (sessionID: SessionID) =>
+      Effect.map(store.messagePage(sessionID, { limit: 20 }), (page) =>
+        page.items.find((message) => message.info.role === "user")?.info as UserMessage | undefined)
+
+    /** Skill folders are readable without an external-directory question (built-in defaults, like OpenCode's). */
+    const skillRules = Effect.map(skills.directories(), (dirs) =>
+      dirs.map((dir) => ({
+        permission: "external_directory",
+        pattern: path.join(dir, "*"),
+        action: "allow" as const,
+        source: { layer: "default" as const, note: "skill directory" }
+      })))
+
+    const rules = Effect.fn("SessionLoop.rules")(function*(input: { readonly sessionID: SessionID; readonly agent?: string }) {
+      const session = yield* store.get(input.sessionID)
+      const agent = yield* resolveAgent(input.agent ?? (yield* previousUser(input.sessionID))?.agent ?? session.agent)
+      return Permission.merge(Permission.forSession(agent.permission, session.permission, yield* skillRules), policy.rules)
+    })
+
     const createUserMessage = Effect.fn("SessionLoop.createUserMessage")(function*(input: PromptInput) {
       const session = yield* store.get(input.sessionID)
-      const previous = (yield* store.messagePage(input.sessionID, { limit: 20 })).items.find(
-        (message) => message.info.role === "user"
-      )?.info as UserMessage | undefined
+      const previous = yield* previousUser(input.sessionID)
       const agent = yield* resolveAgent(input.agent ?? previous?.agent ?? session.agent)
       const modelRef = input.model ??
         agent.model ??
@@ -856,22 +882,8 @@ function make() {
         const processStep = (input: { agent: Agent; model: ResolvedModel; user: LiveMessage & { info: UserMessage }; step: number }) =>
           Effect.gen(function*() {
             const { agent, model, user } = input
-            // Skill folders are readable without an external-directory question. Like OpenCode, the
-            // allow belongs to the built-in defaults: the agent's and the user's rules come after it.
-            const skillRules = (yield* skills.directories()).map((dir) => ({
-              permission: "external_directory",
-              pattern: path.join(dir, "*"),
-              action: "allow" as const,
-              source: { layer: "default" as const, note: "skill directory" }
-            }))
-            const afterDefaults = agent.permission.findIndex((rule) => rule.source?.layer !== "default")
-            const split = afterDefaults < 0 ? agent.permission.length : afterDefaults
-            const ruleset = Permission.merge(
-              agent.permission.slice(0, split),
-              skillRules,
-              agent.permission.slice(split),
-              session.permission ?? []
-            )
+            // The session's rules come last, but cannot loosen a deny of the user's config.
+            const ruleset = Permission.forSession(agent.permission, session.permission, yield* skillRules)
             // What the model is offered heeds the enterprise policy too (every ask adds it last).
             const offerRules = Permission.merge(ruleset, policy.rules)
             const disabledTools = Object.entries(user.info.tools ?? {}).filter(([, on]) => !on).map(([id]) => id)
@@ -1638,6 +1650,7 @@ function make() {
       compact,
       summarize,
       status: (sessionID) => Effect.sync(() => statuses.get(sessionID) ?? { type: "idle" as const }),
+      rules,
       statuses: () => Effect.sync(() => new Map(statuses))
     } satisfies SessionLoopShape
   })

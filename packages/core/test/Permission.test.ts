@@ -213,3 +213,68 @@ describe("Permission.explain", () => {
     expect(explanation.considered).toEqual([])
   })
 })
+
+describe("session rules cannot loosen a config deny", () => {
+  const defaults = Permission.rules("default", "built-in defaults", { "*": "allow", read: { "*": "allow", "*.env": "ask" } })
+  const config = Permission.fromConfig({ bash: { "*": "ask", "rm *": "deny", "git *": "allow", "git push *": "deny" }, webfetch: "deny" })
+  const agent = Permission.rules("agent", "agent plan", { edit: "deny" })
+  const policy = Permission.rules("policy", "managed", { bash: { "curl *": "deny" } })
+  const session = (config: Exclude<Parameters<typeof Permission.fromConfig>[0], string | undefined>) =>
+    Permission.fromConfig(config, { layer: "session" })
+  const rules = (sessionRules: PermissionRuleset) => Permission.forSession(Permission.merge(defaults, agent, config), sessionRules)
+
+  // [what the session says, permission, pattern, the decision]
+  const table: ReadonlyArray<readonly [string, PermissionRuleset, string, string, "allow" | "deny" | "ask"]> = [
+    ["no session rules: the config decides", [], "bash", "rm -rf x", "deny"],
+    ["a session allow of the denied pattern", session({ bash: { "rm *": "allow" } }), "bash", "rm -rf x", "deny"],
+    ["a session allow of everything", session({ "*": "allow" }), "bash", "rm -rf x", "deny"],
+    ["a session ask of the denied pattern", session({ bash: { "rm *": "ask" } }), "bash", "rm x", "deny"],
+    ["a whole-permission config deny", session({ webfetch: "allow" }), "webfetch", "https://x.dev", "deny"],
+    ["a config deny the config itself undoes later stays undone", session({ bash: { "*": "allow" } }), "bash", "git status", "allow"],
+    ["a deny nested in a config allow holds", session({ bash: { "*": "allow" } }), "bash", "git push origin", "deny"],
+    ["a session allow loosens a config ask", session({ bash: { "*": "allow" } }), "bash", "ls", "allow"],
+    ["a session deny tightens a config allow", session({ bash: { "git *": "deny" } }), "bash", "git status", "deny"],
+    ["a session ask tightens a config allow", session({ bash: { "git *": "ask" } }), "bash", "git status", "ask"],
+    ["a session allow loosens a built-in agent deny", session({ edit: "allow" }), "edit", "a.ts", "allow"],
+    ["a session allow loosens a built-in ask", session({ read: "allow" }), "read", "x/.env", "allow"],
+    ["a session deny, then a session allow, over a config deny", session({ bash: { "rm *": "deny", "*": "allow" } }), "bash", "rm x", "deny"],
+    // rules from the API without a source, or claiming the config's, are session rules all the same
+    ["an allow without a source", [rule("bash", "rm *", "allow")], "bash", "rm x", "deny"],
+    ["an allow claiming to be config", [{ ...rule("bash", "rm *", "allow"), source: { layer: "config" as const } }], "bash", "rm x", "deny"]
+  ]
+
+  for (const [name, sessionRules, permission, pattern, expected] of table) {
+    it(name, () => {
+      expect(decide(permission, pattern, rules(sessionRules), policy)).toBe(expected)
+    })
+  }
+
+  it("the enterprise policy still has the last word", () => {
+    expect(decide("bash", "curl x", rules(session({ bash: "allow" })), policy)).toBe("deny")
+  })
+
+  it("explain names the config deny that held", () => {
+    const explanation = Permission.explain("bash", "rm x", rules(session({ bash: { "rm *": "allow" } })))
+    expect(explanation.rule.source?.layer).toBe("config")
+    expect(explanation.rule.action).toBe("deny")
+  })
+
+  it("a tool the config denies outright stays hidden whatever the session allows", () => {
+    const hidden = Permission.disabled(["webfetch", "bash", "edit"], rules(session({ "*": "allow", bash: { "ls *": "deny" } })))
+    expect(hidden).toEqual(new Set(["webfetch"]))
+    expect(Permission.disabled(["bash"], rules(session({ bash: "deny" })))).toEqual(new Set(["bash"]))
+  })
+
+  it("asSession marks allows and asks as session rules, keeps a deny's source", () => {
+    const marked = Permission.asSession([
+      { ...rule("bash", "*", "allow"), source: { layer: "config" as const, file: "agent.json" } },
+      rule("read", "*", "ask"),
+      { ...rule("edit", "*", "deny"), source: { layer: "config" as const, file: "agent.json" } }
+    ], "set over the API")
+    expect(marked.map((r) => r.source)).toEqual([
+      { layer: "session", note: "set over the API" },
+      { layer: "session", note: "set over the API" },
+      { layer: "config", file: "agent.json" }
+    ])
+  })
+})

@@ -14,7 +14,7 @@ import { Config } from "./Config.js"
 import { McpServerStatus, QuestionRequest, Todo } from "./Event.js"
 import { MessageID, PartID, PermissionID, SessionID } from "./Ids.js"
 import { MessageWithParts } from "./Message.js"
-import { PermissionReply, PermissionRequest, PermissionRuleset } from "./Permission.js"
+import { PermissionReply, PermissionRequest, PermissionRule, PermissionRuleset } from "./Permission.js"
 import { FileDiff, Session, SessionStatus } from "./Session.js"
 
 // --- errors, in OpenCode's `{name, data: {message}}` shape ------------------------------------
@@ -39,6 +39,32 @@ export class BadRequestError extends Schema.TaggedError<BadRequestError>()(
 ) {
   static of(message: string) {
     return new BadRequestError({ name: "BadRequest", data: { message } })
+  }
+  override get message() {
+    return this.data.message
+  }
+}
+
+/**
+ * The permission rules do not allow what the request asks the server to do for it (read a
+ * file for a prompt), or the request did not come from a host or origin the server serves.
+ */
+export class ForbiddenError extends Schema.TaggedError<ForbiddenError>()(
+  "Forbidden",
+  {
+    name: Schema.Literal("Forbidden"),
+    data: Schema.Struct({
+      message: Schema.String,
+      /** The file that may not be read. */
+      path: Schema.optional(Schema.String),
+      /** The rule that decided (a default ask when none matched). */
+      rule: Schema.optional(PermissionRule)
+    })
+  },
+  HttpApiSchema.annotations({ status: 403 })
+) {
+  static of(message: string, detail: { readonly path?: string; readonly rule?: PermissionRule } = {}) {
+    return new ForbiddenError({ name: "Forbidden", data: { message, ...detail } })
   }
   override get message() {
     return this.data.message
@@ -263,6 +289,7 @@ export class SessionApi extends HttpApiGroup.make("session")
       .addSuccess(MessageWithParts)
       .addError(NotFoundError)
       .addError(BadRequestError)
+      .addError(ForbiddenError)
   )
   .add(
     HttpApiEndpoint.get("message", "/session/:id/message/:messageID")
@@ -279,6 +306,7 @@ export class SessionApi extends HttpApiGroup.make("session")
       .addSuccess(HttpApiSchema.NoContent)
       .addError(NotFoundError)
       .addError(BadRequestError)
+      .addError(ForbiddenError)
   )
   .add(
     HttpApiEndpoint.post("abort", "/session/:id/abort")
@@ -325,6 +353,7 @@ export class SessionApi extends HttpApiGroup.make("session")
       .addSuccess(MessageWithParts)
       .addError(NotFoundError)
       .addError(BadRequestError)
+      .addError(ForbiddenError)
   )
   .add(
     HttpApiEndpoint.post("revert", "/session/:id/revert")

@@ -52,7 +52,9 @@ export class CommandNotFound extends Schema.TaggedError<CommandNotFound>()("Comm
 /** A command could not be turned into a message: bad arguments, a bad model, a failing MCP prompt. */
 export class CommandError extends Schema.TaggedError<CommandError>()("CommandError", {
   command: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  /** The permission rules do not allow a file the arguments name to be read. */
+  forbidden: Schema.optional(Schema.Boolean)
 }) {
   override get message() {
     return `Command "${this.command}": ${this.detail}`

@@ -229,7 +229,9 @@ export const ServerConfig = Schema.Struct({
   hostname: Schema.optional(Schema.String),
   mdns: Schema.optional(Schema.Boolean),
   mdnsDomain: Schema.optional(Schema.String),
-  cors: Schema.optional(Schema.Array(Schema.String))
+  cors: Schema.optional(Schema.Array(Schema.String)),
+  /** Names the Host header may give besides the server's own: `name`, `name:port` or `*` (this runtime's addition). */
+  allowed_hosts: Schema.optional(Schema.Array(Schema.String))
 })
 
 export const SkillsConfig = Schema.Struct({

@@ -1,8 +1,6 @@
 import {
   AgentRegistry,
-  attachmentMime,
   Bus,
-  MAX_ATTACHMENT_BYTES,
   CommandRegistry,
   ConfigService,
   Identifier,
@@ -10,8 +8,8 @@ import {
   Instance,
   InstructionLoader,
   Mcp,
+  Permission,
   PermissionService,
-  type PromptPartInput,
   QuestionService,
   SessionLoop,
   SessionStore,
@@ -23,10 +21,11 @@ import {
   AgentApi,
   BadRequestError,
   BusyError,
+  ForbiddenError,
   type RevertError,
   type MessageID,
   NotFoundError,
-  type PartInput,
+  type PermissionRuleset,
   type PromptBody,
   ProviderFailedError,
   type Session,
@@ -37,65 +36,10 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Chunk, Effect, FiberSet, Layer, Stream } from "effect"
-import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { EventHub, type ServerEvent } from "./EventHub.js"
+import { readRefusal, toPromptParts } from "./PromptParts.js"
 
-
-/**
- * Prompt parts as the loop takes them. `file://` urls are read here (text inlined, images
- * and PDFs as data urls, directories listed), so the model never sees a local path it
- * cannot open; data and http(s) urls pass through.
- */
-const toPromptParts = (parts: ReadonlyArray<PartInput>, directory: string) =>
-  Effect.forEach(parts, (part): Effect.Effect<PromptPartInput, BadRequestError> => {
-    switch (part.type) {
-      case "text":
-        return Effect.succeed({ type: "text", text: part.text, ...(part.synthetic ? { synthetic: true } : {}) })
-      case "agent":
-        return Effect.succeed({ type: "agent", name: part.name })
-      case "subtask":
-        return Effect.succeed({
-          type: "subtask",
-          prompt: part.prompt,
-          description: part.description,
-          agent: part.agent,
-          ...(part.model ? { model: part.model } : {})
-        })
-      case "file":
-        return filePart(part, directory)
-    }
-  })
-
-const filePart = (part: Extract<PartInput, { type: "file" }>, directory: string) =>
-  Effect.gen(function*() {
-    const filename = part.filename !== undefined ? { filename: part.filename } : {}
-    if (/^(data|https?):/i.test(part.url)) return { type: "file", mime: part.mime, url: part.url, ...filename } satisfies PromptPartInput
-    if (!part.url.startsWith("file:")) {
-      return yield* BadRequestError.of(`parts: file url must be file://, data: or http(s): — got ${part.url.slice(0, 40)}`)
-    }
-    const absolute = yield* Effect.try(() => path.resolve(directory, fileURLToPath(part.url))).pipe(
-      Effect.mapError(() => BadRequestError.of(`parts: not a valid file url: ${part.url}`))
-    )
-    const stat = yield* Effect.try(() => fs.statSync(absolute)).pipe(
-      Effect.mapError(() => BadRequestError.of(`parts: file not found: ${absolute}`))
-    )
-    if (stat.isDirectory()) {
-      const entries = fs.readdirSync(absolute, { withFileTypes: true })
-        .map((entry) => entry.name + (entry.isDirectory() ? "/" : ""))
-        .sort()
-      return { type: "text", synthetic: true, text: `<directory path="${absolute}">\n${entries.join("\n")}\n</directory>` } satisfies PromptPartInput
-    }
-    if (stat.size > MAX_ATTACHMENT_BYTES) return yield* BadRequestError.of(`parts: file too large (over 10 MB): ${absolute}`)
-    const mime = attachmentMime(absolute)
-    if (mime) {
-      const data = fs.readFileSync(absolute).toString("base64")
-      return { type: "file", mime, url: `data:${mime};base64,${data}`, filename: part.filename ?? path.basename(absolute) } satisfies PromptPartInput
-    }
-    const content = fs.readFileSync(absolute, "utf8")
-    return { type: "text", synthetic: true, text: `<file path="${absolute}">\n${content}\n</file>` } satisfies PromptPartInput
-  })
 
 const notFound = (error: { readonly message: string }) => NotFoundError.of(error.message)
 const revertError = (error: RevertError | { readonly _tag: "SessionNotFound"; readonly message: string }) =>
@@ -124,6 +68,16 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
 
     const bus = yield* Bus
     const session = (id: SessionID) => store.get(id).pipe(Effect.mapError(notFound))
+    /** What the session's prompt would be decided by, for the files it asks the server to read. */
+    const rulesFor = (id: SessionID, agent: string | undefined) =>
+      loop.rules({ sessionID: id, ...(agent !== undefined ? { agent } : {}) }).pipe(
+        Effect.catchTags({
+          SessionNotFound: (error) => Effect.fail(notFound(error)),
+          AgentNotFound: (error) => Effect.fail(badRequest(error))
+        })
+      )
+    /** Rules that arrive over the API are session rules, whatever source they claim. */
+    const apiRules = (rules: PermissionRuleset) => Permission.asSession(Permission.strip(rules), "set over the API")
 
     /**
      * Tells event-stream clients (`agent run --attach`) how the run of their prompt ended, or
@@ -165,7 +119,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
     const prompt = (id: SessionID, body: PromptBody) =>
       Effect.gen(function*() {
         yield* session(id)
-        const parts = yield* toPromptParts(body.parts, instance.directory)
+        const parts = yield* toPromptParts(body.parts, instance, rulesFor(id, body.agent))
         if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
         const messageID = body.messageID ?? (Identifier.ascending("message") as MessageID)
         const outcome = yield* announce(id, messageID, loop.prompt({
@@ -210,7 +164,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
             ...(payload.title !== undefined ? { title: payload.title } : {}),
             ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
             ...(payload.model !== undefined ? { model: { id: payload.model.modelID, providerID: payload.model.providerID } } : {}),
-            ...(payload.permission !== undefined ? { permission: payload.permission } : {})
+            ...(payload.permission !== undefined ? { permission: apiRules(payload.permission) } : {})
           })
         }))
       .handle("status", () =>
@@ -219,7 +173,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
       .handle("update", ({ path, payload }) =>
         store.update(path.id, {
           ...(payload.title !== undefined ? { title: payload.title } : {}),
-          ...(payload.permission !== undefined ? { permission: payload.permission } : {}),
+          ...(payload.permission !== undefined ? { permission: apiRules(payload.permission) } : {}),
           ...(payload.time?.archived !== undefined ? { archived: payload.time.archived } : {})
         }).pipe(Effect.mapError(notFound)))
       .handle("delete", ({ path }) =>
@@ -256,7 +210,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         Effect.gen(function*() {
           yield* session(path.id)
           // Bad parts are the caller's error, reported now rather than lost in the background.
-          const parts = yield* toPromptParts(payload.parts, instance.directory)
+          const parts = yield* toPromptParts(payload.parts, instance, rulesFor(path.id, payload.agent))
           if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
           yield* prompt(path.id, payload).pipe(
             Effect.catchAllCause((cause) => Effect.logError("prompt_async failed", cause)),
@@ -292,10 +246,13 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         Effect.gen(function*() {
           yield* session(path.id)
           const messageID = payload.messageID ?? (Identifier.ascending("message") as MessageID)
+          // `@path` in the arguments reads a file into the message: the same rules as a file part.
+          const ruleset = payload.arguments.includes("@") ? yield* rulesFor(path.id, payload.agent) : undefined
           const outcome = yield* announce(path.id, messageID, commands.execute({
             sessionID: path.id,
             command: payload.command,
             arguments: payload.arguments,
+            ...(ruleset ? { mayRead: (file, kind) => readRefusal(file, kind, instance, ruleset)?.message } : {}),
             messageID,
             ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
             ...(payload.model !== undefined ? { model: payload.model } : {}),
@@ -304,7 +261,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
             Effect.catchTags({
               CommandNotFound: (error) => Effect.fail(notFound(error)),
               SessionNotFound: (error) => Effect.fail(notFound(error)),
-              CommandError: (error) => Effect.fail(badRequest(error)),
+              CommandError: (error) => Effect.fail(error.forbidden ? ForbiddenError.of(error.message) : badRequest(error)),
               AgentNotFound: (error) => Effect.fail(badRequest(error)),
               ModelNotConfigured: (error) => Effect.fail(badRequest(error))
             })

@@ -9,29 +9,44 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Cause, Effect, Layer, Option } from "effect"
 type ServeError = HttpServerError.ServeError
 import { timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
 import { EventHub, type EventHubOptions } from "./EventHub.js"
 import { ApiHandlers } from "./Handlers.js"
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "./JsonDepth.js"
+import * as Origin from "./Origin.js"
 
 export interface ServerOptions {
   /** Absent: 4096, else any free port. 0: any free port. */
   readonly port?: number
   readonly hostname?: string
-  /** Origins allowed besides localhost and 127.0.0.1. */
+  /** Browser origins allowed besides the server's own (no other localhost port is). */
   readonly cors?: ReadonlyArray<string>
+  /**
+   * Names a `Host` header may give besides the server's own (the loopback names on loopback, the
+   * address a connection came in on, `hostname`): `name` (any port), `name:port`, `*` (any).
+   */
+  readonly allowedHosts?: ReadonlyArray<string>
   /** When set, every request needs HTTP Basic auth (or `?auth_token=<base64 user:pass>`). */
   readonly password?: string
   readonly username?: string
   /** Request bodies over this many bytes are refused (default 10 MB). */
   readonly maxBodyBytes?: number
+  /** Objects and arrays a JSON body may nest (default 64). */
+  readonly maxJsonDepth?: number
+  /** A request whose headers take longer to arrive is answered 408 and closed (default 30 s). */
+  readonly headersTimeoutMs?: number
+  /** A request whose body takes longer to arrive is answered 408 (default 60 s); the response is not limited. */
+  readonly requestTimeoutMs?: number
   readonly events?: EventHubOptions
 }
 
 export const DEFAULT_PORT = 4096
-const LOCAL_ORIGIN = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/
+export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
 
 const isLoopback = (hostname: string) => hostname === "127.0.0.1" || hostname === "localhost" || hostname === "::1"
 
@@ -60,10 +75,35 @@ const basicAuth = (username: string, password: string) => {
 }
 
 /**
- * Bodies over the limit, malformed JSON and unknown routes all answer with a JSON error
+ * Refuses, before anything else (preflights included), a request that names another host than
+ * the server (DNS rebinding) or comes from a browser page of another origin (see Origin.ts).
+ */
+const originGuard = (options: { readonly hostname: string; readonly allowedHosts: ReadonlyArray<string>; readonly cors: ReadonlySet<string> }) =>
+  HttpMiddleware.make((app) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const socket = NodeHttpServerRequest.toIncomingMessage(request).socket
+      const context: Origin.HostContext = {
+        localAddress: socket.localAddress ?? "",
+        localPort: socket.localPort ?? 0,
+        hostname: options.hostname,
+        allowedHosts: options.allowedHosts
+      }
+      const host = request.headers["host"]
+      if (!Origin.hostAllowed(host, context)) return jsonError(403, "Forbidden", Origin.hostRefusal(host, context))
+      const origin = request.headers["origin"]
+      if (origin !== undefined && !Origin.originAllowed(origin, host, options.cors)) {
+        return jsonError(403, "Forbidden", Origin.originRefusal(origin))
+      }
+      return yield* app
+    })
+  )
+
+/**
+ * Bodies over the limit or nested too deep, malformed JSON and unknown routes all answer with a JSON error
  * naming the problem; nothing a client sends takes the process down.
  */
-const guard = (maxBodyBytes: number) =>
+const guard = (maxBodyBytes: number, maxJsonDepth: number) =>
   HttpMiddleware.make((app) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -71,6 +111,13 @@ const guard = (maxBodyBytes: number) =>
       const length = Number(request.headers["content-length"] ?? 0)
       if (length > maxBodyBytes) {
         return jsonError(413, "BadRequest", `request body too large: ${length} bytes, the limit is ${maxBodyBytes}`)
+      }
+      // Scanned before the API parses it; the request keeps the text it read, so it is read once.
+      if (request.method !== "GET" && request.method !== "HEAD" && request.method !== "OPTIONS") {
+        const body = yield* request.text
+        if (nestedDeeperThan(body, maxJsonDepth)) {
+          return jsonError(400, "BadRequest", `request body nested deeper than ${maxJsonDepth} levels of objects and arrays (the limit)`)
+        }
       }
       const route = `${request.method} ${request.url.split("?")[0]}`
       const response = yield* app
@@ -118,24 +165,28 @@ export const layer = (
 ): Layer.Layer<HttpServer.HttpServer, ServeError, AppServices> => {
   const hostname = options.hostname ?? "127.0.0.1"
   const extra = new Set(options.cors ?? [])
-  const listen = (port: number) => NodeHttpServer.layer(createServer, { port, host: hostname })
+  // Node's defaults hold a slow request for 300 s. Both limits end once the request is in: a long
+  // answer (a prompt's, an event stream) is not cut. Expiry is checked every interval.
+  const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS
+  const requestTimeout = Math.max(options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, headersTimeout)
+  const connectionsCheckingInterval = Math.min(30_000, Math.max(50, Math.floor(headersTimeout / 4)))
+  const listen = (port: number) =>
+    NodeHttpServer.layer(() => createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval }), { port, host: hostname })
   const http = options.port !== undefined
     ? listen(options.port)
     : listen(DEFAULT_PORT).pipe(Layer.catchAll(() => listen(0)))
 
-  // Applied inside the API app, before its errors become responses: CORS outermost (so even a
-  // 401 carries its headers), then auth, then the input guard.
-  const cors = HttpMiddleware.cors({
-    allowedOrigins: (origin) => LOCAL_ORIGIN.test(origin) || extra.has(origin),
-    credentials: true
-  })
+  // Applied inside the API app, before its errors become responses: the Host and Origin checks
+  // outermost, then CORS (so even a 401 carries its headers), then auth, then the input guard.
+  const origins = originGuard({ hostname, allowedHosts: options.allowedHosts ?? [], cors: extra })
+  const cors = HttpMiddleware.cors({ allowedOrigins: (origin) => extra.has(origin), credentials: true })
   const auth = options.password ? basicAuth(options.username ?? "agent", options.password) : (app: HttpApp.Default) => app
-  const checks = guard(options.maxBodyBytes ?? 10 * 1024 * 1024)
+  const checks = guard(options.maxBodyBytes ?? 10 * 1024 * 1024, options.maxJsonDepth ?? MAX_JSON_DEPTH)
 
   return HttpApiBuilder.serve().pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/doc" })),
     // `checks` re-fails the API's typed errors so the API encodes them; the type cannot say so.
-    Layer.provide(HttpApiBuilder.middleware((app) => cors(auth(checks(app) as HttpApp.Default)))),
+    Layer.provide(HttpApiBuilder.middleware((app) => origins(cors(auth(checks(app) as HttpApp.Default))))),
     Layer.provide(HttpApiBuilder.api(AgentApi).pipe(Layer.provide(ApiHandlers))),
     Layer.provide(EventHub.layer(options.events)),
     Layer.provideMerge(http)
