@@ -55,7 +55,6 @@ const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
 /** Wait this long after a session is deleted before collecting, so deletions batch up. */
 const GC_AFTER_DELETE = Duration.seconds(30)
 
-
 export interface SnapshotStatus {
   readonly enabled: boolean
   /** Why snapshots are off. */
@@ -369,9 +368,9 @@ function make() {
       yield* storeIO(`cannot set up ${gitDir}`, () => Store.create(disk, { gitDir, ownIndex, worktree: root }))
       // A lock left by a killed git of an earlier process with our pid would block every update.
       fs.rmSync(`${ownIndex}.lock`, { force: true })
-      // The stat cache is only a cache: one git cannot read is dropped, and the first scan hashes again.
+      // The stat cache is only a cache: one git finds corrupt is dropped, and the first scan hashes again.
       current = yield* loadIndex.pipe(
-        Effect.catchAll((error) =>
+        Effect.catchIf((error) => error.code !== null && /\bindex\b/i.test(error.stderr), (error) =>
           Effect.zipRight(
             Effect.logWarning(`snapshot stat cache ${ownIndex} dropped, git cannot read it: ${error.message}`),
             Effect.sync(() => {

@@ -8,6 +8,7 @@ import * as path from "node:path"
 import { SessionChanges } from "../../src/SessionChanges.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
+import { Snapshot } from "../../src/Snapshot.js"
 import { liveDisk, StoreDisk, type StoreDiskShape } from "../../src/snapshot/StoreFile.js"
 import { storeGit } from "./helpers.js"
 
@@ -108,6 +109,40 @@ describe("a damaged snapshot store", () => {
       expect(fs.readFileSync(path.join(project, "a.txt"), "utf8")).toBe("one\n")
       expect(fs.existsSync(path.join(project, "b.txt"))).toBe(false)
       expect(snapshotWarnings(third.logged)).toEqual([])
+    }), 60_000)
+})
+
+describe("damage only git sees", () => {
+  it.scopedLive("a config git cannot parse: the store is moved aside with one warning; a corrupt stat cache is dropped with one warning; tracking works after each", () =>
+    Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]) })
+      const project = runtime.box.path("project")
+      const store = path.join(runtime.box.instance.paths.data, "snapshot", runtime.box.instance.projectID)
+      const movedCopies = () => fs.readdirSync(path.dirname(store)).filter((name) => name.includes(".damaged-"))
+      fs.writeFileSync(path.join(project, "a.txt"), "one\n")
+      // One process: it tracks the project once and ends (leaving its stat cache as `index`).
+      const track = capturingLogs(Effect.flatMap(Snapshot, (snapshot) => snapshot.track()).pipe(Effect.provide(runtime.layer)))
+
+      const first = yield* track
+      expect(first.result).toMatch(/^[0-9a-f]{40}$/)
+      expect(snapshotWarnings(first.logged)).toEqual([])
+
+      fs.writeFileSync(path.join(store, "config"), "\u0000\u0001garbage[")
+      const second = yield* track
+      expect(second.result).toBe(first.result)
+      const moved = snapshotWarnings(second.logged)
+      expect(moved, moved.join("\n")).toHaveLength(1)
+      expect(moved[0]).toMatch(/was damaged \(git cannot open it: .*bad config line 1/)
+      expect(movedCopies()).toHaveLength(1)
+
+      fs.truncateSync(path.join(store, "index"), 20)
+      const third = yield* track
+      expect(third.result).toBe(first.result)
+      const dropped = snapshotWarnings(third.logged)
+      expect(dropped, dropped.join("\n")).toHaveLength(1)
+      expect(dropped[0]).toMatch(/^snapshot stat cache .* dropped, git cannot read it: .*index file smaller than expected/)
+      expect(movedCopies()).toHaveLength(1)
+      storeGit(store, "fsck", "--strict", "--no-dangling")
     }), 60_000)
 })
 
