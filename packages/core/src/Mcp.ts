@@ -2,14 +2,14 @@ import type { McpConfig, McpServerStatus } from "@agent/domain"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import type { ContentBlock, JSONRPCMessage, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
+import type { ContentBlock, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Queue, Ref, Runtime, Schema, Scope } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
 import { Instance } from "./Instance.js"
+import { ChildProcessTransport, SkippedLineError, type StdioSpec } from "./mcp/ChildProcessTransport.js"
 import * as McpOAuth from "./McpOAuth.js"
 import * as McpSdkLoader from "./McpSdkLoader.js"
 import { McpAuthError } from "./McpOAuth.js"
@@ -152,12 +152,8 @@ export class Mcp extends Context.Tag("@agent/core/Mcp")<
 // ---------------------------------------------------------------------------------------------
 // Servers and connections
 
-interface LocalSpec {
+interface LocalSpec extends StdioSpec {
   readonly type: "local"
-  readonly command: string
-  readonly args: ReadonlyArray<string>
-  readonly cwd: string
-  readonly env: Record<string, string>
 }
 
 interface RemoteSpec {
@@ -390,13 +386,16 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
 
     type Change = "tools" | "prompts"
 
-    const makeClient = (changes: Queue.Queue<Change>) => () => {
+    const makeClient = (changes: Queue.Queue<Change>, warn: (text: string) => void) => () => {
       const sdk = McpSdkLoader.sdk()
       const client = new sdk.Client({ name: "agent", version: VERSION }, { capabilities: {} })
       client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, async () => void Queue.unsafeOffer(changes, "tools"))
       client.setNotificationHandler(sdk.PromptListChangedNotificationSchema, async () => void Queue.unsafeOffer(changes, "prompts"))
-      // Transport noise (a stray line on stdout, a dropped SSE stream) is not worth failing over.
-      client.onerror = () => {}
+      // Transport noise (a stray line on stdout, a dropped SSE stream) is not worth failing over;
+      // a skipped oversized line may have been an answer, which then never comes: worth a warning.
+      client.onerror = (error) => {
+        if (error instanceof SkippedLineError) warn(error.message)
+      }
       return client
     }
 
@@ -404,10 +403,12 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
     const session = (entry: ServerEntry, spec: LocalSpec | RemoteSpec) =>
       Effect.gen(function*() {
         const changes = yield* Queue.sliding<Change>(8)
+        const fork = Runtime.runFork(yield* Effect.runtime<never>())
+        const warn = (text: string) => void fork(Effect.logWarning(`MCP server ${entry.name}: ${text}`))
         yield* McpSdkLoader.load
         const opened = spec.type === "local"
-          ? yield* connectLocal(spec, entry.timeout, makeClient(changes))
-          : yield* connectRemote(entry.name, spec, entry.timeout, makeClient(changes), options.credentials)
+          ? yield* connectLocal(spec, entry.timeout, makeClient(changes, warn))
+          : yield* connectRemote(entry.name, spec, entry.timeout, makeClient(changes, warn), options.credentials)
         const { client } = opened
         const closed = yield* Deferred.make<string>()
         client.onclose = () => Deferred.unsafeDone(closed, Exit.succeed(opened.describeClose()))
@@ -914,6 +915,8 @@ const connectLocal = (spec: LocalSpec, timeout: number, makeClient: () => Client
         ? (transport.spawnError as NodeJS.ErrnoException).code === "ENOENT"
           ? `command not found: ${spec.command}`
           : `cannot start ${spec.command}: ${transport.spawnError.message}`
+        : transport.fault !== undefined
+        ? transport.fault
         : isTimeout(error)
         ? `the server did not answer initialize within ${timeout} ms`
         : isMcpError(error, "ConnectionClosed")
@@ -1014,181 +1017,6 @@ const connectRemote = (
 const isDirectory = (dir: string) => {
   try {
     return fs.statSync(dir).isDirectory()
-  } catch {
-    return false
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// stdio transport
-
-/**
- * Newline-delimited JSON-RPC over a child's stdin/stdout, like the SDK's stdio transport, but
- * the server runs in its own process group so closing kills wrapper scripts' children too,
- * and the tail of its stderr is kept to say why it died.
- */
-class ChildProcessTransport implements Transport {
-  onclose?: (() => void) | undefined
-  onerror?: ((error: Error) => void) | undefined
-  onmessage?: ((message: JSONRPCMessage) => void) | undefined
-
-  spawnError: Error | undefined
-  private child: ChildProcess | undefined
-  private readonly buffer = new (McpSdkLoader.sdk().ReadBuffer)()
-  private stderrTail = ""
-  private exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined
-  private finished = false
-  private closing: Promise<void> | undefined
-  private readonly done: Promise<void>
-  private markDone: () => void = () => {}
-  private readonly group = process.platform !== "win32"
-
-  constructor(private readonly spec: LocalSpec) {
-    this.done = new Promise((resolve) => (this.markDone = resolve))
-  }
-
-  get pid(): number | undefined {
-    return this.child?.pid
-  }
-
-  start(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(this.spec.command, [...this.spec.args], {
-        cwd: this.spec.cwd,
-        env: this.spec.env,
-        stdio: ["pipe", "pipe", "pipe"],
-        detached: this.group,
-        windowsHide: true
-      })
-      this.child = child
-      let started = false
-      child.once("spawn", () => {
-        started = true
-        resolve()
-      })
-      child.on("error", (error) => {
-        if (!started) {
-          this.spawnError = error
-          reject(error)
-        } else {
-          this.onerror?.(error)
-        }
-      })
-      child.once("exit", (code, signal) => {
-        this.exit = { code, signal }
-        // A grandchild may keep stdout open; do not wait for it to report the death.
-        setTimeout(() => this.finish(), 100).unref()
-      })
-      child.once("close", (code, signal) => {
-        this.exit ??= { code, signal }
-        this.finish()
-      })
-      child.stdin?.on("error", (error) => this.onerror?.(error))
-      child.stdout?.on("data", (chunk: Buffer) => {
-        this.buffer.append(chunk)
-        for (;;) {
-          let message: JSONRPCMessage | null
-          try {
-            message = this.buffer.readMessage()
-          } catch (error) {
-            this.onerror?.(error instanceof Error ? error : new Error(String(error)))
-            continue
-          }
-          if (message === null) break
-          this.deliver(message)
-        }
-      })
-      child.stderr?.on("data", (chunk: Buffer) => {
-        this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-2_000)
-      })
-    })
-  }
-
-  send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const stdin = this.child?.stdin
-      if (!stdin || this.finished) return reject(new Error("Not connected"))
-      if (stdin.write(McpSdkLoader.sdk().serializeMessage(message))) resolve()
-      else stdin.once("drain", resolve)
-    })
-  }
-
-  /** Why the process ended, with the end of what it wrote to stderr. */
-  describeExit(): string {
-    const exit = this.exit
-    const how = exit === undefined
-      ? "the server closed the connection"
-      : exit.signal
-      ? `the server process was killed by ${exit.signal}`
-      : `the server process exited with code ${exit.code}`
-    const stderr = this.stderrTail.trim()
-    return stderr ? `${how}: ${stderr.split("\n").slice(-5).join("\n")}` : how
-  }
-
-  close(): Promise<void> {
-    this.closing ??= this.shutdown()
-    return this.closing
-  }
-
-  /**
-   * The SDK runs notification handlers a microtask later but settles a request at once, so a
-   * progress report read in the same chunk as its result would find the request gone. A
-   * response is delivered after the handlers of what came before it have run.
-   */
-  private deliver(message: JSONRPCMessage) {
-    if ("id" in message && ("result" in message || "error" in message)) setImmediate(() => this.onmessage?.(message))
-    else this.onmessage?.(message)
-  }
-
-  private finish() {
-    if (this.finished) return
-    this.finished = true
-    this.buffer.clear()
-    this.markDone()
-    // After the responses still on their way to the client (see `deliver`).
-    setImmediate(() => this.onclose?.())
-  }
-
-  private async shutdown() {
-    const child = this.child
-    if (!child || child.pid === undefined) return
-    const pid = child.pid
-    const wait = (ms: number) =>
-      Promise.race([this.done.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())])
-    const kill = (signal: NodeJS.Signals) => {
-      try {
-        if (this.group) process.kill(-pid, signal)
-        else child.kill(signal)
-      } catch {
-        // already gone
-      }
-    }
-    try {
-      child.stdin?.end()
-    } catch {
-      // ignore
-    }
-    if (this.exit === undefined && !(await wait(200))) {
-      kill("SIGTERM")
-      if (!(await wait(2_000))) {
-        kill("SIGKILL")
-        await wait(1_000)
-      }
-    }
-    // Whatever the server left behind in its process group (children of a wrapper script).
-    if (this.group && groupAlive(pid)) {
-      kill("SIGTERM")
-      await new Promise((resolve) => setTimeout(resolve, 200))
-      if (groupAlive(pid)) kill("SIGKILL")
-    }
-    this.finish()
-  }
-}
-
-const groupAlive = (pgid: number) => {
-  try {
-    process.kill(-pgid, 0)
-    return true
   } catch {
     return false
   }

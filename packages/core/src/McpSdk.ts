@@ -6,7 +6,7 @@ export { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.j
 export { Client } from "@modelcontextprotocol/sdk/client/index.js"
 export { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/sse.js"
 export { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-export { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js"
+export { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js"
 export {
   ErrorCode,
   McpError,

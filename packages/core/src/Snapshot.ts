@@ -7,6 +7,8 @@ import { ConfigService } from "./ConfigService.js"
 import { filename as databaseFile, withBusyRetry } from "./Database.js"
 import { Instance } from "./Instance.js"
 import * as Git from "./snapshot/Git.js"
+import * as Store from "./snapshot/Store.js"
+import { StoreDisk, writeAtomic } from "./snapshot/StoreFile.js"
 import * as Tree from "./snapshot/Tree.js"
 import * as Watch from "./snapshot/Watch.js"
 import { isAlive } from "./Pid.js"
@@ -52,11 +54,6 @@ const PACK_EVERY = 4000
 const GC_INTERVAL_MS = 24 * 60 * 60 * 1000
 /** Wait this long after a session is deleted before collecting, so deletions batch up. */
 const GC_AFTER_DELETE = Duration.seconds(30)
-
-/** Never tracked, in any project (the user's `.gitignore` adds to this). */
-const DEFAULT_EXCLUDES = ["node_modules/", ".venv/", "__pycache__/"]
-/** Content is stored byte for byte: no line-ending conversion, filters or encodings. */
-const ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
 
 export interface SnapshotStatus {
   readonly enabled: boolean
@@ -192,24 +189,6 @@ const dirSize = (dir: string): number => {
   return total
 }
 
-/** The user's `info/exclude`, found through a `.git` dir or a worktree's `.git` file. */
-const userExcludes = (worktree: string): string => {
-  try {
-    const dotGit = path.join(worktree, ".git")
-    let gitDir = dotGit
-    if (fs.statSync(dotGit).isFile()) {
-      const pointer = /^gitdir:\s*(.+)$/m.exec(fs.readFileSync(dotGit, "utf8"))?.[1]?.trim()
-      if (!pointer) return ""
-      gitDir = path.resolve(worktree, pointer)
-      const common = path.join(gitDir, "commondir")
-      if (fs.existsSync(common)) gitDir = path.resolve(gitDir, fs.readFileSync(common, "utf8").trim())
-    }
-    return fs.readFileSync(path.join(gitDir, "info", "exclude"), "utf8")
-  } catch {
-    return ""
-  }
-}
-
 type Hashed =
   | { readonly kind: "file"; readonly entry: Tree.FileEntry }
   | { readonly kind: "gone" }
@@ -246,7 +225,8 @@ function make() {
     const maxFileSize = config.snapshot_store?.max_file_size ?? DEFAULT_MAX_FILE_SIZE
     const retentionMs = (config.snapshot_store?.retention_days ?? DEFAULT_RETENTION_DAYS) * 24 * 60 * 60 * 1000
 
-    const writer = new Tree.ObjectWriter(objectsDir)
+    const disk = yield* StoreDisk
+    const writer = new Tree.ObjectWriter(objectsDir, disk)
     const git = yield* Git.shellRunner(context, gitDir)
     /** Serializes everything that reads or moves `current`. */
     const lock = yield* Effect.makeSemaphore(1)
@@ -322,66 +302,47 @@ function make() {
 
     // --- store layout ------------------------------------------------------------------------
 
-    const writeIfChanged = (file: string, content: string) => {
-      try {
-        if (fs.readFileSync(file, "utf8") === content) return
-      } catch {
-        // absent
-      }
-      fs.writeFileSync(file, content)
-    }
+    /** A write of the store's own files, as a typed failure (a full disk is one). */
+    const storeIO = (what: string, run: () => Promise<void>) =>
+      Effect.tryPromise({
+        try: run,
+        catch: (error) => new SnapshotUnavailable({ detail: `${what}: ${error instanceof Error ? error.message : String(error)}` })
+      })
 
-    /** Creates the store (plain files: no git process needed) and refreshes its ignore rules. */
-    const initStore = () => {
-      for (const dir of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info"]) {
-        fs.mkdirSync(path.join(gitDir, dir), { recursive: true })
-      }
-      if (!fs.existsSync(path.join(gitDir, "HEAD"))) fs.writeFileSync(path.join(gitDir, "HEAD"), "ref: refs/heads/main\n")
-      writeIfChanged(
-        path.join(gitDir, "config"),
-        [
-          "[core]",
-          "\trepositoryformatversion = 0",
-          "\tbare = false",
-          "\tfilemode = true",
-          "\tsymlinks = true",
-          "\tautocrlf = false",
-          "\tquotepath = false",
-          "\tuntrackedCache = false",
-          "[index]",
-          "\tversion = 4",
-          "[gc]",
-          "\tauto = 0",
-          ""
-        ].join("\n")
+    /**
+     * A damaged store (an empty HEAD or config, or one git cannot open) is moved aside at open and
+     * a new one is started, with one warning: otherwise every later run would fail on every step.
+     */
+    const damage = Effect.gen(function*() {
+      const found = Store.inspect(gitDir)
+      if (found !== undefined || !fs.existsSync(path.join(gitDir, "HEAD"))) return found
+      return yield* git(["rev-parse", "--git-dir"]).pipe(
+        Effect.as(undefined),
+        Effect.catchAll((error) => Effect.succeed(`git cannot open it: ${error.stderr.trim().split("\n").slice(-2).join(" ")}`))
       )
-      writeIfChanged(path.join(gitDir, "info", "attributes"), ATTRIBUTES)
-      const own = userExcludes(root)
-      writeIfChanged(
-        path.join(gitDir, "info", "exclude"),
-        `# written by the agent runtime: defaults, then the project's own .git/info/exclude\n${DEFAULT_EXCLUDES.join("\n")}\n${own}${own.endsWith("\n") || own === "" ? "" : "\n"}`
-      )
-      if (!fs.existsSync(path.join(gitDir, "gc-stamp"))) fs.writeFileSync(path.join(gitDir, "gc-stamp"), String(Date.now()))
-      // Seed our stat cache from the freshest index another process left (mtime kept, for git's racy check).
-      if (!fs.existsSync(ownIndex)) {
-        const seeds = fs.readdirSync(gitDir)
-          .filter((name) => name === "index" || /^index-\d+$/.test(name))
-          .map((name) => path.join(gitDir, name))
-          .flatMap((file) => {
-            try {
-              return [{ file, mtime: fs.statSync(file).mtime }]
-            } catch {
-              return []
-            }
-          })
-          .sort((a, b) => b.mtime.getTime() - a.mtime.getTime())
-        const seed = seeds[0]
-        if (seed) {
-          fs.copyFileSync(seed.file, ownIndex)
-          fs.utimesSync(ownIndex, seed.mtime, seed.mtime)
-        }
+    })
+
+    const repairStore = Effect.gen(function*() {
+      if ((yield* damage) === undefined) return
+      // One process moves the store; the others wait for it and then find a sound store.
+      for (let waited = 0; !Store.tryLock(gitDir); waited += 50) {
+        if (waited >= 10_000) return yield* new SnapshotUnavailable({ detail: `another process is repairing ${gitDir}` })
+        yield* Effect.sleep("50 millis")
       }
-    }
+      yield* Effect.gen(function*() {
+        const reason = yield* damage
+        if (reason === undefined) return
+        const aside = Store.moveAside(gitDir)
+        yield* Effect.logWarning(
+          `the snapshot store ${gitDir} was damaged (${reason}); it was moved to ${aside} and a new store was started. ` +
+            "Undo works for the steps from now on; older snapshots are only in the moved copy."
+        )
+      }).pipe(Effect.ensuring(Effect.sync(() => Store.unlock(gitDir))))
+    }).pipe(
+      Effect.catchAllDefect((defect) =>
+        new SnapshotUnavailable({ detail: `cannot move the damaged store aside: ${defect instanceof Error ? defect.message : String(defect)}` })
+      )
+    )
 
     const parseStage = (output: Buffer) => {
       const entries: Array<readonly [string, Tree.FileEntry]> = []
@@ -400,13 +361,25 @@ function make() {
       return Tree.build(parseStage(yield* git(["ls-files", "-s", "-z"])))
     })
 
-    /** Creates the store if needed and loads our stat cache as `current` (once). */
+    /** Checks the store, creates what is missing and loads our stat cache as `current` (once). */
     const load = Effect.gen(function*() {
       if (loaded) return
-      initStore()
+      yield* repairStore
+      yield* storeIO(`cannot set up ${gitDir}`, () => Store.create(disk, { gitDir, ownIndex, worktree: root }))
       // A lock left by a killed git of an earlier process with our pid would block every update.
       fs.rmSync(`${ownIndex}.lock`, { force: true })
-      current = yield* loadIndex
+      // The stat cache is only a cache: one git finds corrupt is dropped, and the first scan hashes again.
+      current = yield* loadIndex.pipe(
+        Effect.catchIf((error) => error.code !== null && /\bindex\b/i.test(error.stderr), (error) =>
+          Effect.zipRight(
+            Effect.logWarning(`snapshot stat cache ${ownIndex} dropped, git cannot read it: ${error.message}`),
+            Effect.sync(() => {
+              fs.rmSync(ownIndex, { force: true })
+              return Tree.EMPTY
+            })
+          )
+        )
+      )
       recheck.clear()
       loaded = true
     })
@@ -425,7 +398,9 @@ function make() {
       yield* load
       return true
     }).pipe(
-      Effect.catchAll((error) => Effect.as(refuse(`the snapshot store cannot be used: ${error.message}`), false))
+      Effect.catchAll((error) =>
+        Effect.as(refuse(`the snapshot store cannot be used: ${error._tag === "SnapshotUnavailable" ? error.detail : error.message}`), false)
+      )
     )
 
     /** Reading and restoring work wherever the store exists, even where tracking is refused. */
@@ -1104,7 +1079,13 @@ function make() {
         }
         yield* flushObjects // the trees just built for other processes' stat caches
         const refs = [...new Set(keep)].sort().map((id) => `${id} refs/snapshots/${id}`)
-        fs.writeFileSync(path.join(gitDir, "packed-refs"), `# pack-refs with: peeled fully-peeled sorted \n${refs.join("\n")}${refs.length ? "\n" : ""}`)
+        yield* storeIO(`cannot write ${gitDir}/packed-refs`, () =>
+          writeAtomic(
+            disk,
+            path.join(gitDir, "packed-refs"),
+            `# pack-refs with: peeled fully-peeled sorted \n${refs.join("\n")}${refs.length ? "\n" : ""}`,
+            { syncDir: true }
+          ))
         const graceSeconds = Math.floor(Duration.toMillis(Duration.decode(options.grace ?? DEFAULT_GC_GRACE)) / 1000)
         yield* packLock.withPermits(1)(
           Effect.zipRight(
@@ -1116,7 +1097,7 @@ function make() {
         writer.reset()
         roots.clear()
         hashed.clear()
-        fs.writeFileSync(path.join(gitDir, "gc-stamp"), String(Date.now()))
+        yield* storeIO(`cannot write ${gitDir}/gc-stamp`, () => writeAtomic(disk, path.join(gitDir, "gc-stamp"), String(Date.now())))
         return { kept: keep.length, bytesBefore, bytesAfter: dirSize(gitDir) }
       }).pipe(
         Effect.catchAll((error) =>

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import * as zlib from "node:zlib"
+import { liveDisk, type StoreDiskShape, writeAtomic } from "./StoreFile.js"
 
 /**
  * Snapshots as git trees, built in memory. A tree is immutable: a change copies the directories on
@@ -103,6 +104,9 @@ const zlibEncode = (data: Buffer): Buffer => {
  * `write` only hashes and queues: files are created by `flush` (in the background, or before git
  * reads the store), so a step's critical path creates no files.
  */
+/** Object files written (and synced) at the same time. */
+const WRITES_AT_ONCE = 8
+
 export class ObjectWriter {
   private readonly known = new Set<string>()
   private readonly waiting = new Map<string, Buffer>()
@@ -112,7 +116,7 @@ export class ObjectWriter {
   written = 0
   /** Loose object files created since this writer was made. */
   files = 0
-  constructor(private readonly objectsDir: string) {}
+  constructor(private readonly objectsDir: string, private readonly disk: StoreDiskShape = liveDisk) {}
 
   static hash(type: string, body: Buffer): string {
     return createHash("sha1").update(`${type} ${body.length}\0`).update(body).digest("hex")
@@ -132,25 +136,29 @@ export class ObjectWriter {
     return { count: this.waiting.size, bytes: this.waitingBytes }
   }
 
-  /** Puts every queued object on disk; calls run one after another. */
+  /**
+   * Puts every queued object on disk; calls run one after another. Each object is synced before
+   * it gets its name, a few at a time (the syncs overlap: about 1 ms an object instead of 5-9).
+   */
   flush(): Promise<void> {
     const batch = [...this.waiting]
     this.waiting.clear()
     this.waitingBytes = 0
     const run = this.chain.catch(() => undefined).then(async () => {
-      for (let index = 0; index < batch.length; index++) {
-        const [id, raw] = batch[index]!
-        try {
-          await this.store(id, raw)
-        } catch (error) {
+      for (let index = 0; index < batch.length; index += WRITES_AT_ONCE) {
+        const group = batch.slice(index, index + WRITES_AT_ONCE)
+        const results = await Promise.allSettled(group.map(([id, raw]) => this.store(id, raw)))
+        const failed = results.find((result): result is PromiseRejectedResult => result.status === "rejected")
+        if (failed) {
           // Keep what is not written yet for the next flush: snapshots name these objects.
-          for (const [rest, data] of batch.slice(index)) {
+          const left = [...group.filter((_, at) => results[at]!.status === "rejected"), ...batch.slice(index + WRITES_AT_ONCE)]
+          for (const [rest, data] of left) {
             if (!this.waiting.has(rest)) {
               this.waiting.set(rest, data)
               this.waitingBytes += data.length
             }
           }
-          throw error
+          throw failed.reason
         }
       }
     })
@@ -171,9 +179,8 @@ export class ObjectWriter {
       try {
         await fsp.mkdir(dir, { recursive: true })
         const data = zlibEncode(raw)
-        const temp = path.join(dir, `tmp_${process.pid}_${Math.random().toString(36).slice(2)}`)
-        await fsp.writeFile(temp, data, { mode: 0o444 })
-        await fsp.rename(temp, file)
+        // Named tmp_obj_* as git's own, so `git prune` clears one a crash leaves behind.
+        await writeAtomic(this.disk, file, data, { mode: 0o444, tempPrefix: "tmp_obj_" })
         this.written += data.length
         this.files++
         break
