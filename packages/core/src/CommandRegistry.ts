@@ -34,6 +34,12 @@ export interface ExpandCommandInput {
    * server passes its file-part check here; a person at the CLI reads what they name.
    */
   readonly mayRead?: (absolute: string, kind: "file" | "directory") => string | undefined
+  /**
+   * Asked before a shell piece (`` !`cmd $ARGUMENTS` ``) whose text the arguments changed runs:
+   * a text refuses the command with it. The server passes its bash-rule check here, since the
+   * arguments then come from a client, not from the person who wrote the template.
+   */
+  readonly mayRun?: (command: string) => Effect.Effect<string | undefined>
 }
 
 /** A command turned into the prompt it sends. */
@@ -235,7 +241,10 @@ function make() {
           text += filled
           typed += filled
         } else {
-          text += yield* CommandTemplate.runShell(instance, CommandTemplate.fillArguments(piece.command, fill), shellTimeout)
+          const shell = CommandTemplate.fillArguments(piece.command, fill)
+          const refusal = input.mayRun && shell !== piece.command ? yield* input.mayRun(shell) : undefined
+          if (refusal) return yield* new CommandError({ command: command.name, detail: refusal, forbidden: true })
+          text += yield* CommandTemplate.runShell(instance, shell, shellTimeout)
           typed += " "
         }
       }

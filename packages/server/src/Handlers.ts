@@ -38,7 +38,7 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import { Chunk, Effect, FiberSet, Layer, Stream } from "effect"
 import * as path from "node:path"
 import { EventHub, type ServerEvent } from "./EventHub.js"
-import { readRefusal, toPromptParts } from "./PromptParts.js"
+import { readRefusal, shellRefusal, toPromptParts } from "./PromptParts.js"
 
 
 const notFound = (error: { readonly message: string }) => NotFoundError.of(error.message)
@@ -247,12 +247,18 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
           yield* session(path.id)
           const messageID = payload.messageID ?? (Identifier.ascending("message") as MessageID)
           // `@path` in the arguments reads a file into the message: the same rules as a file part.
-          const ruleset = payload.arguments.includes("@") ? yield* rulesFor(path.id, payload.agent) : undefined
+          // A shell piece the arguments change runs only when the bash rules allow it without asking.
+          const ruleset = payload.arguments.trim() === "" ? undefined : yield* rulesFor(path.id, payload.agent)
           const outcome = yield* announce(path.id, messageID, commands.execute({
             sessionID: path.id,
             command: payload.command,
             arguments: payload.arguments,
-            ...(ruleset ? { mayRead: (file, kind) => readRefusal(file, kind, instance, ruleset)?.message } : {}),
+            ...(ruleset
+              ? {
+                mayRead: (file, kind) => readRefusal(file, kind, instance, ruleset)?.message,
+                mayRun: (command) => shellRefusal(command, ruleset)
+              }
+              : {}),
             messageID,
             ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
             ...(payload.model !== undefined ? { model: payload.model } : {}),

@@ -1,5 +1,5 @@
 /** The parts of a prompt as the loop takes them, with the files a request may have the server read. */
-import { attachmentAccess, attachmentMime, type InstanceInfo, MAX_ATTACHMENT_BYTES, type PromptPartInput, realPath } from "@agent/core"
+import { attachmentAccess, attachmentMime, decideCommand, type InstanceInfo, MAX_ATTACHMENT_BYTES, type PromptPartInput, realPath } from "@agent/core"
 import { BadRequestError, ForbiddenError, type PartInput, type PermissionRule, type PermissionRuleset } from "@agent/domain"
 import { Effect } from "effect"
 import * as fs from "node:fs"
@@ -61,6 +61,23 @@ export const readRefusal = (file: string, kind: "file" | "directory", instance: 
     `is decided by ${describeRule(refusal.rule)}; only a rule that allows it lets the server read a file for a request`
   return { ...refusal, message }
 }
+
+/**
+ * Why a shell piece of a command, built from a client's arguments, may not run, or undefined
+ * when the bash rules allow it without asking (nobody is there to answer an ask).
+ */
+export const shellRefusal = (command: string, ruleset: PermissionRuleset): Effect.Effect<string | undefined> =>
+  decideCommand(command, ruleset).pipe(
+    Effect.map((decision) =>
+      decision === undefined || decision.rule.action === "allow"
+        ? undefined
+        : `the shell command ${JSON.stringify(command)} built from the arguments may not run for a request: bash ` +
+          `${JSON.stringify(decision.pattern)} is decided by ${describeRule(decision.rule)}` +
+          `${decision.unreadable === undefined ? "" : ` (the rules cannot read it: ${decision.unreadable})`}; ` +
+          "only a rule that allows it lets a request run it"
+    ),
+    Effect.orElseSucceed(() => `the shell command ${JSON.stringify(command)} built from the arguments could not be parsed`)
+  )
 
 /**
  * A `file://` part: decided by the read tool's rules before a byte is read (only an `allow` lets it

@@ -138,4 +138,37 @@ describe("file parts in a prompt", () => {
       expect(after).toContain("project notes")
       expect(after).toContain("STYLE-GUIDE")
     }))
+
+  it.scopedLive("a shell piece of a command runs a client's arguments only when the bash rules allow it", () =>
+    Effect.gen(function*() {
+      const { url, box } = yield* serve({
+        model: ScriptedModel.make(["done", "done"]),
+        files: {
+          ...files,
+          "project/victim.txt": "keep",
+          "project/agent.json": {
+            permission: { bash: { "*": "allow", "rm *": "deny", "git push *": "ask" } },
+            command: { shout: { template: "Output: !`echo $ARGUMENTS`" } }
+          }
+        }
+      })
+      const session = (yield* Effect.promise(() => post(`${url}/session`, {}).then((r) => r.json()))) as { id: string }
+      const command = (args: string) =>
+        Effect.promise(async () => {
+          const response = await post(`${url}/session/${session.id}/command`, { command: "shout", arguments: args })
+          return { status: response.status, body: (await response.json()) as any }
+        })
+      // Before the fix the injected rm ran outside every rule.
+      const injected = yield* command("hi; rm victim.txt")
+      expect(injected.status).toBe(403)
+      expect(injected.body.data.message).toContain('bash "rm victim.txt"')
+      expect(fs.readFileSync(box.path("project/victim.txt"), "utf8")).toBe("keep")
+      // An ask cannot be answered by a request either.
+      const asked = yield* command("hi && git push origin main")
+      expect(asked.status).toBe(403)
+      const plain = yield* command("hello there")
+      expect(plain.status).toBe(200)
+      const stored = yield* Effect.promise(() => fetch(`${url}/session/${session.id}/message`).then((r) => r.text()))
+      expect(stored).toContain("Output: hello there")
+    }))
 })

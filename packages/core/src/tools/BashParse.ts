@@ -3,7 +3,9 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { Language, type Node, Parser } from "web-tree-sitter"
+import type { PermissionRule, PermissionRuleset } from "@agent/domain"
 import * as BashArity from "../BashArity.js"
+import * as Permission from "../Permission.js"
 import type { InstanceInfo } from "../Instance.js"
 import { commandName, runsOf } from "./BashWrappers.js"
 import { isInsideProject, realPath } from "./ExternalDirectory.js"
@@ -518,6 +520,29 @@ export const parseCommand = (command: string): Effect.Effect<ParsedCommand, Bash
       })
     )
   )
+
+const STRICTNESS = { allow: 0, ask: 1, deny: 2 } as const
+
+/**
+ * What the `bash` rules decide for `command` without asking anyone: every pattern the bash tool
+ * would ask for, each command the rules cannot read by `Permission.evaluateOpaque`; the
+ * strictest decides. For callers that cannot ask (the server expanding a client's arguments).
+ */
+export const decideCommand = (command: string, ...rulesets: ReadonlyArray<PermissionRuleset>) =>
+  Effect.map(parseCommand(command), (parsed) => {
+    const unreadable = new Map(parsed.opaque.map((entry) => [entry.text, entry.reason]))
+    let worst: { readonly pattern: string; readonly rule: PermissionRule; readonly unreadable?: string } | undefined
+    for (const pattern of parsed.patterns) {
+      const reason = unreadable.get(pattern)
+      const rule = reason === undefined
+        ? Permission.evaluate("bash", pattern, ...rulesets)
+        : Permission.evaluateOpaque("bash", pattern, ...rulesets)
+      if (worst === undefined || STRICTNESS[rule.action] > STRICTNESS[worst.rule.action]) {
+        worst = { pattern, rule, ...(reason === undefined ? {} : { unreadable: reason }) }
+      }
+    }
+    return worst
+  })
 
 // ---------------------------------------------------------------------------------------------
 // Paths outside the project.
