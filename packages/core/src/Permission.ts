@@ -165,9 +165,14 @@ export const evaluateOpaque = (
     const rule = relevant[index]!
     if (isCatchAll(rule.pattern) || (!isBroad(rule.pattern) && Wildcard.match(pattern, rule.pattern))) start = index
   }
-  const candidates: Array<PermissionRule> = start === -1
-    ? [{ permission, pattern: "*", action: "ask" }, ...relevant]
-    : relevant.slice(start)
+  const tail = start === -1 ? relevant : relevant.slice(start)
+  // A session's allow or ask cannot cut off the config's denies before it (see `findLast`).
+  const heldDenies = start > 0 && tail.some(sessionLoosens) ? relevant.slice(0, start).filter(configDenies) : []
+  const candidates: Array<PermissionRule> = [
+    ...(start === -1 ? [{ permission, pattern: "*", action: "ask" as const }] : []),
+    ...heldDenies,
+    ...tail
+  ]
   return candidates.reduce((strictest, rule) => (STRICTNESS[rule.action] >= STRICTNESS[strictest.action] ? rule : strictest))
 }
 

@@ -278,3 +278,32 @@ describe("session rules cannot loosen a config deny", () => {
     ])
   })
 })
+
+describe("Permission.evaluateOpaque: a command the rules cannot read", () => {
+  const config = Permission.fromConfig({ bash: { "*": "allow", "rm *": "deny" } })
+  const opaque = (...rulesets: Array<PermissionRuleset>) => Permission.evaluateOpaque("bash", "$R x", ...rulesets).action
+
+  it("is decided by the strictest rule from the last catch-all on", () => {
+    expect(opaque(config)).toBe("deny")
+    expect(opaque(Permission.fromConfig({ bash: { "*": "allow", "git push *": "ask" } }))).toBe("ask")
+    expect(opaque(Permission.fromConfig({ bash: "allow" }))).toBe("allow")
+    // a deny before a later catch-all is shadowed for every command, so it does not count
+    expect(opaque(Permission.fromConfig({ bash: { "rm *": "deny", "*": "allow" } }))).toBe("allow")
+    // no catch-all: the default ask counts
+    expect(opaque(Permission.fromConfig({ bash: { "ls *": "allow" } }))).toBe("ask")
+  })
+
+  it("a rule naming the exact text, after the denies, allows it on purpose; one of only wildcards does not", () => {
+    expect(opaque(Permission.fromConfig({ bash: { "*": "allow", "rm *": "deny", "$R x": "allow" } }))).toBe("allow")
+    expect(opaque(Permission.fromConfig({ bash: { "*": "allow", "rm *": "deny", "* *": "allow" } }))).toBe("deny")
+    expect(opaque(Permission.fromConfig({ bash: { "*": "allow", "$R x": "allow", "rm *": "deny" } }))).toBe("deny")
+  })
+
+  it("the enterprise policy's rules count, and a session's catch-all allow does not cut off the config's deny", () => {
+    expect(opaque(Permission.fromConfig({ bash: "allow" }), Permission.rules("policy", "managed", { bash: { "rm *": "deny" } }))).toBe("deny")
+    const session = Permission.asSession([rule("bash", "*", "allow")])
+    expect(opaque(Permission.forSession(config, session))).toBe("deny")
+    expect(opaque(Permission.forSession(Permission.fromConfig({ bash: "ask" }), session))).toBe("allow")
+  })
+})
+
