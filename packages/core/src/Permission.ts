@@ -189,7 +189,8 @@ export const denier = (
   const relevant = rulesets.flat().filter((rule) => Wildcard.match(permission, rule.permission))
   let from = 0
   for (let index = relevant.length - 1; index >= 0; index--) {
-    if (isCatchAll(relevant[index]!.pattern)) {
+    // A session's catch-all allow does not lift the config's denies before it (see `findLast`).
+    if (isCatchAll(relevant[index]!.pattern) && !sessionLoosens(relevant[index]!)) {
       from = index
       break
     }

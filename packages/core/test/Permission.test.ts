@@ -307,3 +307,13 @@ describe("Permission.evaluateOpaque: a command the rules cannot read", () => {
   })
 })
 
+describe("Permission.denier under session rules", () => {
+  it("a session's catch-all allow does not turn the check off while a config deny holds", () => {
+    const config = Permission.fromConfig({ read: { "*": "allow", "*secret*": "deny" } })
+    const denied = Permission.denier("read", Permission.forSession(config, Permission.asSession([rule("read", "*", "allow")])))
+    expect(denied).toBeDefined()
+    expect(denied!("secret.txt")).toBe(true)
+    expect(denied!("notes.txt")).toBe(false)
+  })
+})
+
