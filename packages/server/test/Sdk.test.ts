@@ -250,6 +250,12 @@ describe("the server through @opencode-ai/sdk", () => {
         const status = (await client.session.status()).data!
         return status[slow.id]?.type === "busy" && status[steady.id]?.type === "busy" ? true : undefined
       })
+      // Abort once the slow session's command runs (busy alone may still be before the model's answer).
+      yield* eventually(async () => {
+        const messages = (await client.session.messages({ path: { id: slow.id } })).data ?? []
+        const running = messages.flatMap((message) => message.parts).some((part: any) => part.type === "tool" && part.state.status === "running")
+        return running ? true : undefined
+      })
       yield* Effect.promise(() => client.session.abort({ path: { id: slow.id } }))
       const [slowReply, steadyReply] = yield* Effect.promise(() => Promise.all([slowDone, steadyDone]))
       expect((slowReply.data!.parts.find((part) => part.type === "tool") as any).state.status).toBe("error")
