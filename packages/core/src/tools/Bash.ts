@@ -183,8 +183,10 @@ const start = (shell: string, command: string, cwd: string, env: NodeJS.ProcessE
         child.once("error", (error) => finish(Exit.fail(error)))
         child.once("exit", (code, signal) => {
           exited = { code, signal }
-          // Background jobs may keep the pipes open; do not wait for them.
-          drain = setTimeout(() => finish(Exit.succeed(exited!)), DRAIN_MS)
+          // Background jobs may keep the pipes open; do not wait for them. The timer's callback
+          // runs before the loop's I/O phase, so output already in the pipes (a busy process may
+          // not have read it yet) is read first: finish from the check phase that follows.
+          drain = setTimeout(() => setImmediate(() => finish(Exit.succeed(exited!))), DRAIN_MS)
         })
         child.once("close", (code: number | null, signal: NodeJS.Signals | null) =>
           finish(Exit.succeed(exited ?? { code, signal }))
