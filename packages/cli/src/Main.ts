@@ -34,8 +34,29 @@ const logging = Layer.merge(
   )
 )
 
-export const main = (argv: ReadonlyArray<string>) =>
-  run(argv).pipe(
+/**
+ * SIGHUP (the terminal was closed) stops the program the way SIGINT and SIGTERM do, which
+ * `runMain` handles: the run is aborted, the tools' process groups ended, their parts marked,
+ * then exit 130 (0 for `agent serve`). Without this, Node's default for SIGHUP kills the process
+ * at once and the tools' detached process groups run on. Output to a closed terminal fails (EIO)
+ * from then on; those errors are dropped so they cannot crash the cleanup. Later SIGHUPs (a
+ * closing terminal may send more than one) are ignored.
+ */
+const stopOnHangup = () => {
+  let hungUp = false
+  process.on("SIGHUP", () => {
+    if (hungUp) return
+    hungUp = true
+    const ignore = () => {}
+    process.stdout.on("error", ignore)
+    process.stderr.on("error", ignore)
+    process.kill(process.pid, "SIGTERM")
+  })
+}
+
+export const main = (argv: ReadonlyArray<string>) => {
+  stopOnHangup()
+  return run(argv).pipe(
     // Each command builds the part of the runtime it needs (see Layers.ts).
     Effect.provide(Layer.merge(NodeContext.layer, logging)),
     Effect.map((code) => (typeof code === "number" ? code : ExitCode.ok)),
@@ -54,8 +75,9 @@ export const main = (argv: ReadonlyArray<string>) =>
       NodeRuntime.runMain(effect, {
         // Logs go to stderr through `logging`; the pretty logger would print them on stdout.
         disablePrettyLogger: true,
-        // A signal interrupts the program after the run was aborted and reported: exit 130.
+        // A signal (SIGINT, SIGTERM, SIGHUP) interrupts the program after the run was aborted and reported: exit 130.
         teardown: (exit, onExit) =>
           onExit(Exit.isFailure(exit) ? (Cause.isInterruptedOnly(exit.cause) ? (shutdown.graceful ? ExitCode.ok : ExitCode.interrupted) : ExitCode.runtime) : Number(process.exitCode ?? 0))
       })
   )
+}
