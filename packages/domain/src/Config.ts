@@ -261,6 +261,8 @@ export const Config = Schema.Struct({
   experimental: Schema.optional(ExperimentalConfig),
   server: Schema.optional(ServerConfig),
   subagent_depth: Schema.optional(NonNegativeInt),
+  /** Tool calls of one step that run at once; the others wait, in the order the model made them (default 10). */
+  tool_concurrency: Schema.optional(PositiveInt),
   /** Run guards for every agent; `agent.<name>.limits` overrides them per key. */
   limits: Schema.optional(RunLimits),
   /** Retries of rate-limited or overloaded provider calls (default 10 attempts). */
