@@ -9,18 +9,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import { run } from "./Cli.js"
-import { ExitCode, shutdown } from "./ExitCode.js"
-
-/** Errors caused by what the user typed or configured, as opposed to failures while running. */
-const USAGE_ERRORS = new Set([
-  "ConfigError",
-  "DefaultAgentError",
-  "AgentNotFound",
-  "UsageError",
-  "SessionNotFound",
-  "SessionImportError",
-  "ModelNotConfigured"
-])
+import { defectFailure, errorFailure, ExitCode, shutdown } from "./ExitCode.js"
 
 /** Logs go to stderr, so stdout carries only answers and JSON events; warnings and up by default. */
 const logging = Layer.merge(
@@ -63,13 +52,13 @@ export const main = (argv: ReadonlyArray<string>) => {
     Effect.catchAll((error) => {
       // @effect/cli has already printed the problem and the help text.
       if (ValidationError.isValidationError(error)) return Effect.succeed(ExitCode.usage)
-      const tag = (error as { _tag?: string })._tag ?? ""
-      const code = USAGE_ERRORS.has(tag) ? ExitCode.usage : ExitCode.runtime
-      return Console.error(`agent: ${(error as { readonly message: string }).message}`).pipe(Effect.as(code))
+      const { code, message } = errorFailure(error)
+      return Console.error(`agent: ${message}`).pipe(Effect.as(code))
     }),
-    Effect.catchAllDefect((defect) =>
-      Console.error(`agent: ${defect instanceof Error ? defect.message : String(defect)}`).pipe(Effect.as(ExitCode.runtime))
-    ),
+    Effect.catchAllDefect((defect) => {
+      const { code, message } = defectFailure(defect)
+      return Console.error(`agent: ${message}`).pipe(Effect.as(code))
+    }),
     Effect.flatMap((code) => Effect.sync(() => void (process.exitCode = code))),
     (effect) =>
       NodeRuntime.runMain(effect, {

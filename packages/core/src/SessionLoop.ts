@@ -1131,6 +1131,8 @@ function make() {
               // --- end snapshot
               // The step's running tool calls: interrupted if the step ends early.
               const toolFibers = new Set<Fiber.RuntimeFiber<void, never>>()
+              // A call that died (its result could not be stored) fails the step once the others are done.
+              const toolDeaths: Array<Cause.Cause<never>> = []
               // At most `toolConcurrency` of them run at once, the others in the order the model made them.
               const toolSlots = yield* ToolSlots.make(toolConcurrency)
               atEnd.push(() => toolFibers.size === 0 ? Effect.void : Fiber.interruptAll([...toolFibers]))
@@ -1375,7 +1377,10 @@ function make() {
                         Effect.suspend(() => runTool({ ...running, state: { status: "running", input: toolInput, time: { start: Date.now() } } }, routed.input))
                       ))
                       toolFibers.add(fiber)
-                      fiber.addObserver(() => toolFibers.delete(fiber))
+                      fiber.addObserver((exit) => {
+                        toolFibers.delete(fiber)
+                        if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) toolDeaths.push(exit.cause)
+                      })
                       return
                     }
                     case "finish-step": {
@@ -1407,6 +1412,7 @@ function make() {
               }, handle)
               // Every call the model made finishes (or fails) before the step ends.
               while (toolFibers.size > 0) yield* Fiber.await(toolFibers.values().next().value!)
+              if (toolDeaths.length > 0) return yield* Effect.failCause(toolDeaths[0]!)
               const filesAfter = yield* recordFiles
               if (stepFinish) {
                 const { cost, finishReason, usage } = stepFinish
