@@ -1,6 +1,7 @@
 import { MockOpenAIServer, TestInstance } from "@agent/testing"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 
 /** The built and bundled CLI, as a user runs it (`pnpm test` builds before testing). */
@@ -197,3 +198,23 @@ export const terminal = (box: TestInstance.Sandbox, args: ReadonlyArray<string>,
     }),
     ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
   ).pipe(Effect.map(({ terminal }) => terminal))
+
+/**
+ * Makes a directory or file read-only for the CLI until the scope closes. As root, whom
+ * permissions do not stop (CI runs as root), a read-only bind mount of it onto itself; otherwise
+ * its write permissions are taken away.
+ */
+export const readOnly = (target: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      if (process.getuid?.() === 0) {
+        execFileSync("mount", ["--bind", target, target])
+        execFileSync("mount", ["-o", "remount,bind,ro", target])
+        return () => execFileSync("umount", ["-l", target])
+      }
+      const mode = fs.statSync(target).mode & 0o7777
+      fs.chmodSync(target, mode & ~0o222)
+      return () => fs.chmodSync(target, mode)
+    }),
+    (undo) => Effect.sync(undo)
+  )
