@@ -15,6 +15,7 @@ import * as HttpClientError from "@effect/platform/HttpClientError"
 import { Console, Data, Deferred, Effect, Option, Queue, Schema, Stream } from "effect"
 import { UsageError } from "./ExitCode.js"
 import type { RunInput } from "./RunCommand.js"
+import type { RunReport } from "./RunResult.js"
 import { answerOf, atTerminal, type RunTarget, runOn, type TurnRequest } from "./RunTarget.js"
 
 /** The server could not be reached, or failed: exit 1. */
@@ -90,7 +91,7 @@ type PromptFinished = BusEventOf<"prompt.finished">["properties"]
 
 const decodeEvent = Schema.decodeUnknownOption(BusEvent)
 
-export const attach = (input: RunInput, value: string) =>
+export const attach = (input: RunInput, value: string, report: RunReport) =>
   Effect.gen(function*() {
     const flags = unsupported(input)
     if (flags.length > 0) {
@@ -108,7 +109,7 @@ export const attach = (input: RunInput, value: string) =>
     const client = yield* Client.make(server)
     // Reachable, and the credentials are right, before anything is read or sent.
     yield* client.instance.health().pipe(Effect.mapError(explain(server)))
-    return yield* runOn(input, remoteTarget(server, client))
+    return yield* runOn(input, remoteTarget(server, client), report)
   })
 
 const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<AttachError | UsageError> => {

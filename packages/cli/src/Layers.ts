@@ -23,11 +23,17 @@ export const storage = SessionStore.layer.pipe(
   Layer.provideMerge(Instance.layer)
 )
 
-/** The session store and what sessions changed in the project's files (read from the snapshot store). */
+/** The session store over the database opened only to read it: works on a read-only one. */
+export const reading = SessionStore.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(Database.layerReadOnly, Bus.layer)),
+  Layer.provideMerge(Instance.layer)
+)
+
+/** `reading`, and what sessions changed in the project's files (read from the snapshot store). */
 export const changes = SessionChanges.layer.pipe(
   Layer.provideMerge(Snapshot.layer),
   Layer.provideMerge(Layer.mergeAll(SessionStore.layer, ConfigService.layer)),
-  Layer.provideMerge(Layer.mergeAll(Database.layer, Bus.layer)),
+  Layer.provideMerge(Layer.mergeAll(Database.layerReadOnly, Bus.layer)),
   Layer.provideMerge(Instance.layer)
 )
 

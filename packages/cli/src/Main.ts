@@ -9,18 +9,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import { run } from "./Cli.js"
-import { ExitCode, shutdown } from "./ExitCode.js"
-
-/** Errors caused by what the user typed or configured, as opposed to failures while running. */
-const USAGE_ERRORS = new Set([
-  "ConfigError",
-  "DefaultAgentError",
-  "AgentNotFound",
-  "UsageError",
-  "SessionNotFound",
-  "SessionImportError",
-  "ModelNotConfigured"
-])
+import { defectFailure, errorFailure, ExitCode, shutdown } from "./ExitCode.js"
 
 /** Logs go to stderr, so stdout carries only answers and JSON events; warnings and up by default. */
 const logging = Layer.merge(
@@ -34,28 +23,50 @@ const logging = Layer.merge(
   )
 )
 
-export const main = (argv: ReadonlyArray<string>) =>
-  run(argv).pipe(
+/**
+ * SIGHUP (the terminal was closed) stops the program the way SIGINT and SIGTERM do, which
+ * `runMain` handles: the run is aborted, the tools' process groups ended, their parts marked,
+ * then exit 130 (0 for `agent serve`). Without this, Node's default for SIGHUP kills the process
+ * at once and the tools' detached process groups run on. Output to a closed terminal fails (EIO)
+ * from then on; those errors are dropped so they cannot crash the cleanup. Later SIGHUPs (a
+ * closing terminal may send more than one) are ignored.
+ */
+const stopOnHangup = () => {
+  let hungUp = false
+  process.on("SIGHUP", () => {
+    if (hungUp) return
+    hungUp = true
+    const ignore = () => {}
+    process.stdout.on("error", ignore)
+    process.stderr.on("error", ignore)
+    process.kill(process.pid, "SIGTERM")
+  })
+}
+
+export const main = (argv: ReadonlyArray<string>) => {
+  stopOnHangup()
+  return run(argv).pipe(
     // Each command builds the part of the runtime it needs (see Layers.ts).
     Effect.provide(Layer.merge(NodeContext.layer, logging)),
     Effect.map((code) => (typeof code === "number" ? code : ExitCode.ok)),
     Effect.catchAll((error) => {
       // @effect/cli has already printed the problem and the help text.
       if (ValidationError.isValidationError(error)) return Effect.succeed(ExitCode.usage)
-      const tag = (error as { _tag?: string })._tag ?? ""
-      const code = USAGE_ERRORS.has(tag) ? ExitCode.usage : ExitCode.runtime
-      return Console.error(`agent: ${(error as { readonly message: string }).message}`).pipe(Effect.as(code))
+      const { code, message } = errorFailure(error)
+      return Console.error(`agent: ${message}`).pipe(Effect.as(code))
     }),
-    Effect.catchAllDefect((defect) =>
-      Console.error(`agent: ${defect instanceof Error ? defect.message : String(defect)}`).pipe(Effect.as(ExitCode.runtime))
-    ),
+    Effect.catchAllDefect((defect) => {
+      const { code, message } = defectFailure(defect)
+      return Console.error(`agent: ${message}`).pipe(Effect.as(code))
+    }),
     Effect.flatMap((code) => Effect.sync(() => void (process.exitCode = code))),
     (effect) =>
       NodeRuntime.runMain(effect, {
         // Logs go to stderr through `logging`; the pretty logger would print them on stdout.
         disablePrettyLogger: true,
-        // A signal interrupts the program after the run was aborted and reported: exit 130.
+        // A signal (SIGINT, SIGTERM, SIGHUP) interrupts the program after the run was aborted and reported: exit 130.
         teardown: (exit, onExit) =>
           onExit(Exit.isFailure(exit) ? (Cause.isInterruptedOnly(exit.cause) ? (shutdown.graceful ? ExitCode.ok : ExitCode.interrupted) : ExitCode.runtime) : Number(process.exitCode ?? 0))
       })
   )
+}

@@ -15,6 +15,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { UsageError } from "./ExitCode.js"
 import type { RunInput } from "./RunCommand.js"
+import type { RunReport } from "./RunResult.js"
 import { answerOf, atTerminal, type RunTarget, runOn, type TurnRequest } from "./RunTarget.js"
 
 const checkDirectory = (dir: string) =>
@@ -27,14 +28,14 @@ const checkDirectory = (dir: string) =>
     return absolute
   })
 
-export const run = (input: RunInput) =>
+export const run = (input: RunInput, report: RunReport) =>
   Effect.gen(function*() {
     const directory = Option.isSome(input.dir) ? yield* checkDirectory(input.dir.value) : undefined
     if (input.interactive && !atTerminal()) {
       return yield* new UsageError({ message: "--interactive needs a terminal on stdin and stderr" })
     }
     // The whole runtime, in `--dir` when given.
-    return yield* Effect.flatMap(localTarget, (target) => runOn(input, target)).pipe(
+    return yield* Effect.flatMap(localTarget, (target) => runOn(input, target, report)).pipe(
       Effect.provide(makeAppLayer(directory === undefined ? {} : { instance: Instance.layerWith({ directory }) }))
     )
   })

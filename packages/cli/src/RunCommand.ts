@@ -4,6 +4,7 @@ import * as Options from "@effect/cli/Options"
 import type * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { lazy } from "./Lazy.js"
+import { endsWithResult, makeReport } from "./RunResult.js"
 
 const message = Args.text({ name: "message" }).pipe(Args.repeated)
 
@@ -48,9 +49,11 @@ type RunEffect = Effect.Effect<number, { readonly _tag: string; readonly message
 
 export const runCommand = Command.make("run", runConfig, (input): RunEffect => {
   const url = Option.getOrUndefined(input.attach)
-  return url === undefined
-    ? lazy(() => import("./Run.js"), (module) => module.run(input))
-    : lazy(() => import("./Attach.js"), (module) => module.attach(input, url))
+  const report = makeReport()
+  const run: RunEffect = url === undefined
+    ? lazy(() => import("./Run.js"), (module) => module.run(input, report))
+    : lazy(() => import("./Attach.js"), (module) => module.attach(input, url, report))
+  return run.pipe(endsWithResult(input.format === "json", report))
 }).pipe(
   Command.withDescription("Run the agent on a message and print the answer (exit codes: see --help of agent)")
 )

@@ -19,6 +19,7 @@ import * as path from "node:path"
 import { ExitCode, UsageError } from "./ExitCode.js"
 import * as LiveProgress from "./LiveProgress.js"
 import type { RunInput } from "./RunCommand.js"
+import * as RunResult from "./RunResult.js"
 import { answerOnTerminal, askOnTerminal, describeRequest, type PermissionAnswer, readPrompt, readStdin } from "./RunTerminal.js"
 
 /** A part of the user's message: the text, and the `-f` files. */
@@ -153,8 +154,11 @@ const EXIT_COMMANDS = new Set(["/exit", "/quit"])
 /** Whether someone can answer questions: stdin and stderr are a terminal. */
 export const atTerminal = () => process.stdin.isTTY === true && process.stderr.isTTY === true
 
-/** Runs the flags' prompt (and, with `-i`, the ones typed after it) on the target; the exit code. */
-export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
+/**
+ * Runs the flags' prompt (and, with `-i`, the ones typed after it) on the target; the exit code.
+ * `report` tells the caller what is left to say if this fails (see RunResult.ts).
+ */
+export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResult.RunReport) =>
   Effect.gen(function*() {
     const terminal = atTerminal()
     const json = input.format === "json"
@@ -186,6 +190,7 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
       sessionID = yield* target.createSession(title !== undefined ? title || text.slice(0, 50) : undefined)
     }
     if (input.fork) sessionID = yield* target.forkSession(sessionID)
+    report.sessionID = sessionID
 
     const view = live
       ? LiveProgress.make({
@@ -249,11 +254,9 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
     const printResult = (outcome: TurnOutcome, code: number) =>
       Effect.gen(function*() {
         if (json) {
-          const totals = yield* target.totals(sessionID)
-          yield* Console.log(JSON.stringify({
-            type: "result",
-            timestamp: Date.now(),
-            sessionID,
+          // A database that fails here still gets its result line, without the session's totals.
+          const totals = yield* target.totals(sessionID).pipe(Effect.catchAllDefect(() => Effect.succeed(Option.none())))
+          yield* RunResult.printResult(report, {
             status: outcome.reason,
             exitCode: code,
             reason: outcome.error?.data.message ?? outcome.reason,
@@ -261,7 +264,7 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
             steps: outcome.usage.steps,
             tokens: Option.match(totals, { onNone: () => undefined, onSome: (info) => info.tokens }),
             cost: Option.match(totals, { onNone: () => outcome.usage.cost, onSome: (info) => info.cost ?? 0 })
-          }))
+          })
         } else {
           // The live view has shown the answer as it streamed.
           if (outcome.answer && !view?.shown(outcome.answer)) yield* Console.log(outcome.answer)
@@ -274,6 +277,7 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>) =>
     /** One prompt (or, first, the `--command` with the message as its arguments), run to its end; the exit code it earns. */
     const turn = (parts: ReadonlyArray<PromptPart>, command?: { readonly name: string; readonly arguments: string }) =>
       Effect.gen(function*() {
+        report.printed = false
         if (view) view.start()
         const outcome = yield* target.turn({
           sessionID,

@@ -45,7 +45,7 @@ export const list = (input: { readonly limit: number; readonly search: Option.Op
     const rows = page.items.map((info) => [info.id, dateTime(info.time.created), dateTime(info.time.updated), info.title])
     yield* Console.log(table([["ID", "CREATED", "UPDATED", "TITLE"], ...rows]))
     if (page.next) yield* Console.error(`(more sessions than --limit ${input.limit})`)
-  }).pipe(Effect.provide(Layers.storage))
+  }).pipe(Effect.provide(Layers.reading))
 
 /** The agent and model a session ran with: its own settings, else those of its last messages. */
 const agentAndModel = (info: Session, messages: ReadonlyArray<MessageWithParts>) => {
@@ -195,7 +195,7 @@ export const exportSession = (input: { readonly id: string; readonly file: Optio
       catch: (error) => new UsageError({ message: `cannot write ${input.file.pipe(Option.getOrElse(() => ""))}: ${(error as Error).message}` })
     })
     yield* Console.error(`exported ${exported.info.id} to ${file}`)
-  }).pipe(Effect.provide(Layers.storage))
+  }).pipe(Effect.provide(Layers.reading))
 
 const readExport = (file: string) =>
   Effect.gen(function*() {

@@ -1,6 +1,7 @@
 import { MockOpenAIServer, TestInstance } from "@agent/testing"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 
 /** The built and bundled CLI, as a user runs it (`pnpm test` builds before testing). */
@@ -8,6 +9,8 @@ export const bin = fileURLToPath(new URL("../dist/bundle/bin.js", import.meta.ur
 
 export interface Result {
   readonly code: number | null
+  /** The signal that ended the process, when one did. */
+  readonly signal: NodeJS.Signals | null
   readonly stdout: string
   readonly stderr: string
 }
@@ -45,8 +48,12 @@ export const serve = (box: TestInstance.Sandbox, args: ReadonlyArray<string> = [
 export interface AgentOptions {
   /** Text to pipe in; "open" leaves stdin open and empty; default: closed at once. */
   readonly stdin?: string | "open"
-  /** Sends SIGINT once stdout satisfies this. */
+  /** Sends `signal` once stdout satisfies this. */
   readonly signalAfter?: (stdout: string) => boolean
+  /** Sends `signal` once this holds (checked every 50 ms), e.g. once a tool's command has started. */
+  readonly signalWhen?: () => boolean
+  /** The signal `signalAfter` and `signalWhen` send (default SIGINT). */
+  readonly signal?: NodeJS.Signals
   /** Working directory (default: the sandbox's project). */
   readonly cwd?: string
   /** Extra environment variables. */
@@ -64,22 +71,30 @@ export const agent = (box: TestInstance.Sandbox, args: ReadonlyArray<string>, op
     let stdout = ""
     let stderr = ""
     let signalled = false
+    const signal = () => {
+      signalled = true
+      child.kill(options.signal ?? "SIGINT")
+    }
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString()
-      if (!signalled && options.signalAfter?.(stdout)) {
-        signalled = true
-        child.kill("SIGINT")
-      }
+      if (!signalled && options.signalAfter?.(stdout)) signal()
     })
+    const poll = options.signalWhen
+      ? setInterval(() => (!signalled && options.signalWhen!() ? signal() : undefined), 50)
+      : undefined
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
     if (options.stdin === undefined) child.stdin.end()
     else if (options.stdin !== "open") child.stdin.end(options.stdin)
     const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
-    child.on("exit", (code) => {
+    child.on("exit", (code, signal) => {
       clearTimeout(timer)
-      resume(Effect.succeed({ code, stdout, stderr }))
+      clearInterval(poll)
+      resume(Effect.succeed({ code, signal, stdout, stderr }))
     })
-    return Effect.sync(() => child.kill("SIGKILL"))
+    return Effect.sync(() => {
+      clearInterval(poll)
+      child.kill("SIGKILL")
+    })
   })
 
 /** The agent.json of a project whose model is the mock server at `url` (titles from a second one). */
@@ -116,6 +131,8 @@ export interface Terminal {
   readonly raw: () => string
   /** The exit code, once the process has ended. */
   readonly exited: Effect.Effect<number | null>
+  /** Closes the terminal, as closing its window does: the pseudo-terminal hangs up (SIGHUP, EIO). */
+  readonly close: Effect.Effect<void>
 }
 
 const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
@@ -174,9 +191,30 @@ export const terminal = (box: TestInstance.Sandbox, args: ReadonlyArray<string>,
         type: (text) => Effect.sync(() => void child.stdin.write(text)),
         screen,
         raw: () => raw,
-        exited: Effect.promise(() => exit)
+        exited: Effect.promise(() => exit),
+        close: Effect.sync(() => void child.kill("SIGKILL"))
       }
       return { child, terminal }
     }),
     ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
   ).pipe(Effect.map(({ terminal }) => terminal))
+
+/**
+ * Makes a directory or file read-only for the CLI until the scope closes. As root, whom
+ * permissions do not stop (CI runs as root), a read-only bind mount of it onto itself; otherwise
+ * its write permissions are taken away.
+ */
+export const readOnly = (target: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      if (process.getuid?.() === 0) {
+        execFileSync("mount", ["--bind", target, target])
+        execFileSync("mount", ["-o", "remount,bind,ro", target])
+        return () => execFileSync("umount", ["-l", target])
+      }
+      const mode = fs.statSync(target).mode & 0o7777
+      fs.chmodSync(target, mode & ~0o222)
+      return () => fs.chmodSync(target, mode)
+    }),
+    (undo) => Effect.sync(undo)
+  )

@@ -17,48 +17,50 @@ const withHost = (url: string, host: string) =>
 const { toolCall } = ScriptedModel
 
 describe("agent serve", () => {
-  it.scopedLive("SIGTERM during a run: the run is aborted, its tool marked interrupted, exit 0", () =>
-    Effect.gen(function*() {
-      const model = yield* MockOpenAIServer.start([
-        [toolCall("bash", { command: "sleep 30", description: "wait a long time" })],
-        "never reached"
-      ])
-      const box = yield* project(model.url)
-      const served = yield* serve(box)
-      const session = (yield* Effect.promise(() =>
-        fetch(`${served.url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).then((r) => r.json())
-      )) as { id: string }
-      const accepted = yield* Effect.promise(() =>
-        fetch(`${served.url}/session/${session.id}/prompt_async`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ parts: [{ type: "text", text: "wait" }] })
-        })
-      )
-      expect(accepted.status).toBe(204)
-      const running = async () => {
-        const messages = (await fetch(`${served.url}/session/${session.id}/message`).then((r) => r.json())) as Array<any>
-        return messages.flatMap((message) => message.parts).find((part) => part.type === "tool" && part.state.status === "running")
-      }
-      const deadline = Date.now() + 20_000
-      while (!(yield* Effect.promise(running))) {
-        if (Date.now() > deadline) throw new Error(`the tool never started: ${served.stderr()}`)
-        yield* Effect.sleep("50 millis")
-      }
+  for (const signal of ["SIGTERM", "SIGHUP"] as const) {
+    it.scopedLive(`${signal} during a run: the run is aborted, its tool marked interrupted, exit 0`, () =>
+      Effect.gen(function*() {
+        const model = yield* MockOpenAIServer.start([
+          [toolCall("bash", { command: "sleep 30", description: "wait a long time" })],
+          "never reached"
+        ])
+        const box = yield* project(model.url)
+        const served = yield* serve(box)
+        const session = (yield* Effect.promise(() =>
+          fetch(`${served.url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).then((r) => r.json())
+        )) as { id: string }
+        const accepted = yield* Effect.promise(() =>
+          fetch(`${served.url}/session/${session.id}/prompt_async`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ parts: [{ type: "text", text: "wait" }] })
+          })
+        )
+        expect(accepted.status).toBe(204)
+        const running = async () => {
+          const messages = (await fetch(`${served.url}/session/${session.id}/message`).then((r) => r.json())) as Array<any>
+          return messages.flatMap((message) => message.parts).find((part) => part.type === "tool" && part.state.status === "running")
+        }
+        const deadline = Date.now() + 20_000
+        while (!(yield* Effect.promise(running))) {
+          if (Date.now() > deadline) throw new Error(`the tool never started: ${served.stderr()}`)
+          yield* Effect.sleep("50 millis")
+        }
 
-      served.child.kill("SIGTERM")
-      const code = yield* Effect.promise(() => served.exited)
-      expect(code, served.stderr()).toBe(0)
+        served.child.kill(signal)
+        const code = yield* Effect.promise(() => served.exited)
+        expect(code, served.stderr()).toBe(0)
 
-      // a new server on the same database shows the tool as interrupted, not running forever
-      const again = yield* serve(box)
-      const messages = (yield* Effect.promise(() =>
-        fetch(`${again.url}/session/${session.id}/message`).then((r) => r.json())
-      )) as Array<any>
-      const tool = messages.flatMap((message) => message.parts).find((part) => part.type === "tool")
-      expect(tool.state.status).toBe("error")
-      expect(tool.state.error).toMatch(/interrupt|abort/i)
-    }), 60_000)
+        // a new server on the same database shows the tool as interrupted, not running forever
+        const again = yield* serve(box)
+        const messages = (yield* Effect.promise(() =>
+          fetch(`${again.url}/session/${session.id}/message`).then((r) => r.json())
+        )) as Array<any>
+        const tool = messages.flatMap((message) => message.parts).find((part) => part.type === "tool")
+        expect(tool.state.status).toBe("error")
+        expect(tool.state.error).toMatch(/interrupt|abort/i)
+      }), 60_000)
+  }
 
   it.scopedLive("with AGENT_SERVER_PASSWORD every request needs the password", () =>
     Effect.gen(function*() {

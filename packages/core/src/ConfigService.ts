@@ -57,12 +57,13 @@ export class ConfigService extends Context.Tag("@agent/core/ConfigService")<
     readonly info: () => Effect.Effect<ConfigInfo>
   }
 >() {
-  /** Loads the configuration of the current `Instance` once, when the layer is built. */
+  /** Loads the configuration of the current `Instance` once, when the layer is built; its warnings are logged. */
   static readonly layer: Layer.Layer<ConfigService, ConfigError, Instance> = Layer.effect(
     ConfigService,
     Effect.gen(function*() {
       const instance = yield* Instance
       const info = yield* loadConfig(instance)
+      for (const warning of info.warnings) yield* Effect.logWarning(describeWarning(warning))
       return makeService(info)
     })
   )
@@ -71,6 +72,10 @@ export class ConfigService extends Context.Tag("@agent/core/ConfigService")<
   static readonly layerFromInfo = (info: ConfigInfo): Layer.Layer<ConfigService> =>
     Layer.succeed(ConfigService, makeService(info))
 }
+
+/** `file: key: message`, or `file: message` for a warning about the whole file. */
+export const describeWarning = (warning: ConfigWarning): string =>
+  warning.key === "" ? `${warning.file}: ${warning.message}` : `${warning.file}: ${warning.key}: ${warning.message}`
 
 const makeService = (info: ConfigInfo): Context.Tag.Service<ConfigService> => ({
   get: Effect.fn("ConfigService.get")(function*() {
@@ -444,6 +449,8 @@ const jsonSource = (file: string, rawText: string, baseDir: string, ctx: LoadCon
     )
   }
   if (parsed !== undefined && !isObject(parsed)) throw configError(file, "expected a JSON object", 1)
+  // Most often a write that never finished: every setting the file should hold is missing.
+  if (parsed === undefined) ctx.warnings.push({ file, key: "", message: "the file is empty, so it sets nothing (write {} if that is meant)" })
   const lines = jsonLines(text)
   const remap: Remap = new Map()
   const value = normalizeConfig(file, parsed ?? {}, lines, ctx, remap)
@@ -458,6 +465,7 @@ const jsonSource = (file: string, rawText: string, baseDir: string, ctx: LoadCon
 }
 
 const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/
+const FRONT_MATTER_START = /^---[ \t]*\r?\n/
 
 /** Quotes top-level `key: value` lines whose value holds `: `, a common slip in agent files. */
 const quoteColonValues = (yaml: string): string =>
@@ -482,6 +490,10 @@ type MarkdownKind = "agent" | "mode" | "command"
 const markdownSource = (file: string, name: string, kind: MarkdownKind): Source => {
   const text = readText(file) ?? ""
   const match = FRONT_MATTER.exec(text)
+  // Otherwise its settings (a mode, a deny rule) would silently become part of the prompt.
+  if (match === null && FRONT_MATTER_START.test(text)) {
+    throw configError(file, "the front matter is never closed: the `---` on line 1 needs a closing `---` line", 1)
+  }
   const yamlText = match?.[1] ?? ""
   const body = match === null ? text : text.slice(match[0].length)
   const fileLineOf = lineIndex(text)
@@ -553,8 +565,29 @@ const markdownSource = (file: string, name: string, kind: MarkdownKind): Source 
   }
 }
 
-/** `.md` files below `dir`, sorted, with their names relative to `dir` (`/`-separated, no extension). */
-const markdownFiles = (dir: string, recursive: boolean): Array<{ readonly file: string; readonly name: string }> => {
+/** Whether the file looks binary: a NUL byte in its first 8 KB (as git decides). */
+const isBinaryFile = (file: string): boolean => {
+  let fd: number | undefined
+  try {
+    fd = fs.openSync(file, "r")
+    const head = Buffer.alloc(8192)
+    return head.subarray(0, fs.readSync(fd, head, 0, head.length, 0)).includes(0)
+  } catch {
+    return false
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd)
+  }
+}
+
+/**
+ * `.md` files below `dir`, sorted, with their names relative to `dir` (`/`-separated, no
+ * extension). Other files, and binary `.md` files, are skipped with a warning (dotfiles quietly).
+ */
+const markdownFiles = (
+  dir: string,
+  recursive: boolean,
+  warnings: Array<ConfigWarning>
+): Array<{ readonly file: string; readonly name: string }> => {
   const out: Array<{ file: string; name: string }> = []
   const walk = (current: string) => {
     let entries: Array<fs.Dirent>
@@ -569,7 +602,13 @@ const markdownFiles = (dir: string, recursive: boolean): Array<{ readonly file: 
       const isDir = entry.isDirectory() || (entry.isSymbolicLink() && isDirectory(full))
       if (isDir) {
         if (recursive) walk(full)
-      } else if (entry.name.endsWith(".md")) {
+      } else if (entry.name.startsWith(".")) {
+        continue
+      } else if (!entry.name.endsWith(".md")) {
+        warnings.push({ file: full, key: "", message: "not a .md file; skipped (agents and commands are markdown files)" })
+      } else if (isBinaryFile(full)) {
+        warnings.push({ file: full, key: "", message: "binary file, not markdown; skipped" })
+      } else {
         const name = path.relative(dir, full).slice(0, -".md".length).split(path.sep).join("/")
         out.push({ file: full, name })
       }
@@ -670,13 +709,13 @@ const load = (instance: InstanceInfo): ConfigInfo => {
   }
   const applyMarkdown = (dir: string) => {
     for (const sub of ["agent", "agents"]) {
-      for (const { file, name } of markdownFiles(path.join(dir, sub), true)) apply(markdownSource(file, name, "agent"))
+      for (const { file, name } of markdownFiles(path.join(dir, sub), true, ctx.warnings)) apply(markdownSource(file, name, "agent"))
     }
     for (const sub of ["mode", "modes"]) {
-      for (const { file, name } of markdownFiles(path.join(dir, sub), false)) apply(markdownSource(file, name, "mode"))
+      for (const { file, name } of markdownFiles(path.join(dir, sub), false, ctx.warnings)) apply(markdownSource(file, name, "mode"))
     }
     for (const sub of ["command", "commands"]) {
-      for (const { file, name } of markdownFiles(path.join(dir, sub), true)) apply(markdownSource(file, name, "command"))
+      for (const { file, name } of markdownFiles(path.join(dir, sub), true, ctx.warnings)) apply(markdownSource(file, name, "command"))
     }
   }
 

@@ -46,6 +46,33 @@ export const isBusy = (error: unknown): boolean => {
   return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED" || code?.startsWith("SQLITE_BUSY_") === true
 }
 
+const isReadOnlyError = (error: unknown): boolean => {
+  const code = sqliteCode(error)
+  return code === "SQLITE_READONLY" || code?.startsWith("SQLITE_READONLY_") === true || code === "SQLITE_CANTOPEN"
+}
+
+/** Why `target` cannot be written, in words, or undefined when it can. */
+const whyNotWritable = (target: string): string | undefined => {
+  try {
+    fs.accessSync(target, fs.constants.W_OK)
+    return undefined
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === "EROFS") return `${target} is on a read-only file system`
+    if (code === "EACCES" || code === "EPERM") return `${target} is read-only for this user (permission denied)`
+    return `${target}: ${(error as Error).message}`
+  }
+}
+
+const READ_ONLY_HINT = "this command needs to write it; `agent session list`, `session show` and `session export` can still read it"
+
+/** A write refused because the database file or its directory is read-only, said so; else undefined. */
+const readOnlyProblem = (file: string, error: unknown): string | undefined => {
+  if (file === ":memory:" || !isReadOnlyError(error)) return undefined
+  const reason = whyNotWritable(file) ?? whyNotWritable(path.dirname(file))
+  return reason ? `the database is read-only (${reason}); ${READ_ONLY_HINT}` : undefined
+}
+
 const isCorrupt = (error: unknown): boolean => {
   const code = sqliteCode(error)
   return code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB"
@@ -65,7 +92,11 @@ export const withBusyRetry = (file: string) =>
           schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
         })),
       Effect.orDieWith((error) =>
-        new StorageError(file, isBusy(error) ? "database is locked by another process; gave up after retrying" : describe(error), error)
+        new StorageError(
+          file,
+          isBusy(error) ? "database is locked by another process; gave up after retrying" : readOnlyProblem(file, error) ?? describe(error),
+          error
+        )
       )
     )
 
@@ -120,18 +151,63 @@ export interface OpenOptions {
   readonly backgroundCheckpoints?: boolean
 }
 
+/**
+ * The SQLite client. better-sqlite3 takes URI filenames (which `layerFileReadOnly` needs for a
+ * database in a read-only directory) only when SQLITE_USE_URI=1 is set as its addon loads, on the
+ * first open in the process; it is set just while the client is built, so that the processes the
+ * tools start do not inherit it.
+ */
+const client = (config: SqliteClient.SqliteClientConfig) =>
+  Layer.unwrapEffect(Effect.sync(() => {
+    const before = process.env.SQLITE_USE_URI
+    process.env.SQLITE_USE_URI = "1"
+    const restore = Effect.sync(() => {
+      if (before === undefined) delete process.env.SQLITE_USE_URI
+      else process.env.SQLITE_USE_URI = before
+    })
+    return Layer.effectDiscard(restore).pipe(
+      Layer.provideMerge(SqliteClient.layer(config)),
+      Layer.tapErrorCause(() => restore)
+    )
+  }))
+
 const open = (filename: string, options: OpenOptions) =>
   Layer.mergeAll(
     Layer.effectDiscard(Effect.zipRight(pragmas, migrate)),
     filename !== ":memory:" && options.backgroundCheckpoints === true ? WalCheckpoint.layer(filename) : Layer.empty
-  ).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
+  ).pipe(Layer.provideMerge(client({ filename })))
+
+/** The closest existing directory at or above `dir`. */
+const existingAncestor = (dir: string): string => {
+  let current = dir
+  while (!fs.existsSync(current) && path.dirname(current) !== current) current = path.dirname(current)
+  return current
+}
+
+/** Creates the directory of the database file, or says which directory cannot be created and why. */
+const ensureDirectory = (filename: string) => {
+  const dir = path.dirname(filename)
+  try {
+    fs.mkdirSync(dir, { recursive: true })
+  } catch (error) {
+    // mkdir -p on a read-only file system reports ENOENT for the missing directory: look at its parent.
+    const reason = whyNotWritable(existingAncestor(dir)) ?? (error as Error).message
+    throw new StorageError(filename, `cannot create the data directory ${dir}: ${reason}`, error)
+  }
+}
 
 /** Opens (creating or migrating) one database file, or `:memory:`. */
 export const layerFile = (
   filename: string,
   options: OpenOptions = {}
 ): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> => {
-  if (filename !== ":memory:") fs.mkdirSync(path.dirname(filename), { recursive: true })
+  if (filename !== ":memory:") {
+    try {
+      ensureDirectory(filename)
+    } catch (error) {
+      return Layer.die(error)
+    }
+  }
   return open(filename, options).pipe(
     Layer.catchAllCause((cause) => {
       const error = Cause.squash(cause)
@@ -148,11 +224,61 @@ export const layerFile = (
           })
         )
       }
+      const readOnly = readOnlyProblem(filename, error)
+      if (readOnly) return Layer.die(new StorageError(filename, readOnly, error))
       const detail = error instanceof Error ? error.message : String(error)
       return Layer.die(new StorageError(filename, `cannot open database: ${detail}`, error))
     })
   )
 }
+
+const readPragmas = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`PRAGMA busy_timeout = 5000`
+  yield* sql`PRAGMA mmap_size = 268435456`
+  // What `isReadOnly` reports: the session store then keeps no lease and recovers nothing.
+  yield* sql`PRAGMA query_only = 1`
+  const [row] = yield* sql<{ id: number | null }>`SELECT max(migration_id) AS id FROM effect_sql_migrations`
+  return row?.id ?? 0
+})
+
+/** A URI that opens `filename` read-only without the -shm file SQLite cannot create in a read-only directory. */
+const immutableUri = (filename: string) => `file:${filename.replace(/[?#%]/g, encodeURIComponent)}?mode=ro&immutable=1`
+
+/**
+ * Opens the database only to read it (the reading commands: `session list`, `show`, `export`):
+ * nothing is created, migrated or written, so a read-only file, directory or file system works.
+ * No database yet: an empty one in memory. One written by an older version is opened as
+ * `layerFile` opens it, to be migrated (or to say it cannot be).
+ */
+export const layerFileReadOnly = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> => {
+  if (filename === ":memory:" || !fs.existsSync(filename)) return layerFile(":memory:")
+  const opened = (name: string) =>
+    Layer.unwrapScoped(
+      Effect.gen(function*() {
+        const built = yield* Layer.build(client({ filename: name, readonly: true, disableWAL: true }))
+        const version = yield* Effect.provide(readPragmas, built)
+        return version < latestKnown ? layerFile(filename) : Layer.succeedContext(built)
+      })
+    )
+  return opened(filename).pipe(
+    // In a read-only directory SQLite cannot create the WAL index (-shm) a WAL database is read
+    // through; with nothing in a -wal file to read, the file can be opened as immutable instead.
+    Layer.catchAllCause((cause) => sqliteCode(Cause.squash(cause)) === "SQLITE_CANTOPEN" ? opened(immutableUri(filename)) : Layer.failCause(cause)),
+    Layer.catchAllCause((cause) => {
+      const error = Cause.squash(cause)
+      if (error instanceof StorageError) return Layer.die(error)
+      return Layer.die(new StorageError(filename, `cannot open the database to read it: ${error instanceof Error ? error.message : String(error)}`, error))
+    })
+  )
+}
+
+/** Whether the connection only reads (opened by `layerFileReadOnly`). */
+export const isReadOnly: Effect.Effect<boolean, never, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ query_only: number }>`PRAGMA query_only`).pipe(
+    Effect.map(([row]) => row?.query_only === 1),
+    Effect.orDie
+  )
 
 /** The file the connection really has open (`:memory:` for an in-memory database), for error messages. */
 export const openedFile: Effect.Effect<string, never, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -169,6 +295,11 @@ const layerOfInstance = (options: OpenOptions): Layer.Layer<SqlClient.SqlClient 
   Layer.unwrapEffect(Effect.map(Instance, (instance) => layerFile(filename(instance), options)))
 
 export const layer = layerOfInstance({})
+
+/** `layerFileReadOnly` of the instance's database: for commands that only read. */
+export const layerReadOnly: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> = Layer.unwrapEffect(
+  Effect.map(Instance, (instance) => layerFileReadOnly(filename(instance)))
+)
 
 /** As `layer`, with checkpoints copied ahead on a worker thread: what `agent serve` uses. */
 export const layerServer = layerOfInstance({ backgroundCheckpoints: true })

@@ -5,6 +5,7 @@ import * as path from "node:path"
 import { ConfigService, isEnvFlag } from "./ConfigService.js"
 import { Instance } from "./Instance.js"
 import type { InstanceInfo } from "./Instance.js"
+import * as InstructionLimits from "./InstructionLimits.js"
 import { isWithin as within } from "./tools/ExternalDirectory.js"
 
 /** One entry of the system prompt's instructions: a file, or an http(s) URL. */
@@ -34,7 +35,9 @@ export interface AttachedInstructions {
  * `forRead`), and relative `instructions` entries are taken from the global config dir.
  *
  * Files are re-checked every step with a `stat` and re-read only when their mtime or size
- * changed, so an edited AGENTS.md shows up at the next step. Globs are expanded and URLs
+ * changed, so an edited AGENTS.md shows up at the next step. Each file or URL is cut to
+ * `instruction_limits.max_bytes`, all of them together to `max_total_bytes` (see
+ * InstructionLimits.ts), with a note in the text and a warning, once per file, in the log. Globs are expanded and URLs
  * fetched once per loader (in the background from layer build); a URL's content is then
  * kept for the life of the process.
  */
@@ -73,7 +76,7 @@ export class InstructionLoader extends Context.Tag("@agent/core/InstructionLoade
     Effect.gen(function*() {
       const instance = yield* Instance
       const config = yield* (yield* ConfigService).get()
-      const loader = makeLoader(instance, config.instructions ?? [])
+      const loader = makeLoader(instance, config.instructions ?? [], InstructionLimits.fromConfig(config.instruction_limits))
       const configured = yield* Effect.cached(loader.configured)
       // Start expanding globs and fetching URLs now, so the first step rarely waits for them.
       yield* Effect.forkScoped(configured.pipe(Effect.catchAllCause(Effect.logError)))
@@ -107,22 +110,34 @@ const upward = (start: string, stop: string): Array<string> => {
 
 const formatEntry = (source: string, text: string): string => `Instructions from: ${source}\n${text}`
 
-interface Entry {
+interface Entry extends InstructionLimits.Sized {
   readonly kind: "file" | "url"
-  readonly source: string
-  readonly text: string
 }
 
-const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>) => {
+/** The first `bytes` bytes of a file (a huge AGENTS.md is never read whole). */
+const readHead = (file: string, bytes: number): string => {
+  const fd = fs.openSync(file, "r")
+  try {
+    const buffer = Buffer.alloc(bytes)
+    return buffer.subarray(0, fs.readSync(fd, buffer, 0, bytes, 0)).toString("utf8")
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>, limits: InstructionLimits.InstructionLimits) => {
   const projectEnabled = !isEnvFlag(instance.env.AGENT_DISABLE_PROJECT_CONFIG)
   const projectDirs = upward(instance.directory, instance.worktree)
 
   // --- file contents, keyed by path and validated by (mtimeMs, size) ------------------------
   const contents = new Map<string, { readonly mtimeMs: number; readonly size: number; readonly text: string }>()
 
-  /** The trimmed text of `file`, or undefined when it is not a readable file. */
+  /**
+   * The trimmed text of `file` (of its first `limits.maxBytes` bytes when it is larger) and its
+   * size, or undefined when it is not a readable file.
+   */
   // Checked every step, so synchronous: a stat is microseconds, a thread-pool round trip is not.
-  const readFileSync = (file: string): string | undefined => {
+  const readFileSync = (file: string): { readonly text: string; readonly size: number } | undefined => {
     {
       let stat: fs.Stats | undefined
       try {
@@ -136,16 +151,17 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
         return undefined
       }
       const cached = contents.get(file)
-      if (cached !== undefined && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.text
+      if (cached !== undefined && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached
       let raw: string
       try {
-        raw = fs.readFileSync(file, "utf8")
+        raw = stat.size > limits.maxBytes ? readHead(file, limits.maxBytes) : fs.readFileSync(file, "utf8")
       } catch {
         return undefined
       }
       const text = (raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw).trim()
-      contents.set(file, { mtimeMs: stat.mtimeMs, size: stat.size, text })
-      return text
+      const read = { mtimeMs: stat.mtimeMs, size: stat.size, text }
+      contents.set(file, read)
+      return read
     }
   }
 
@@ -208,7 +224,10 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
       ], { concurrency: "unbounded" })
       return {
         files: [...new Set(files.flat())],
-        urls: urls.flatMap(({ text, url }) => (text ? [{ kind: "url" as const, source: url, text }] : []))
+        // Kept whole in the process's URL cache; only what can be sent is kept here.
+        urls: urls.flatMap(({ text, url }): Array<Entry> =>
+          text ? [{ kind: "url", source: url, text: InstructionLimits.headBytes(text, limits.maxBytes), size: Buffer.byteLength(text) }] : []
+        )
       }
     }
   ).pipe(Effect.withSpan("InstructionLoader.configured"))
@@ -229,18 +248,34 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
     return []
   }
 
+  /** Files and URLs already reported as cut: each is warned about once. */
+  const reported = new Set<string>()
+  const report = (cuts: ReadonlyArray<InstructionLimits.Cut>) =>
+    Effect.forEach(cuts, (cut) => {
+      if (reported.has(cut.source)) return Effect.void
+      reported.add(cut.source)
+      return Effect.logWarning(`instructions: ${cut.source} has ${cut.size} bytes; only its first ${cut.kept} are sent (${cut.limit})`)
+    }, { discard: true })
+
+  /** The entries as they are sent: fitted into the caps, the cuts reported. */
+  const fitted = (entries: ReadonlyArray<Entry>, maxTotalBytes = limits.maxTotalBytes) =>
+    Effect.gen(function*() {
+      const fit = InstructionLimits.fit(entries, { ...limits, maxTotalBytes })
+      if (fit.cuts.length > 0) yield* report(fit.cuts)
+      return fit.entries
+    })
+
   const collect = (configuredOnce: typeof configured): Effect.Effect<ReadonlyArray<Entry>> =>
     Effect.gen(function*() {
       const resolved = yield* configuredOnce
       const global = globalFile()
       const project = projectFiles()
       const paths = [...new Set([...(global ? [global] : []), ...project, ...resolved.files])]
-      const texts = paths.map(readFileSync)
-      const files = paths.flatMap((file, index) => {
-        const text = texts[index]
-        return text ? [{ kind: "file" as const, source: file, text }] : []
+      const files = paths.flatMap((file): Array<Entry> => {
+        const read = readFileSync(file)
+        return read?.text ? [{ kind: "file", source: file, text: read.text, size: read.size }] : []
       })
-      return [...files, ...resolved.urls]
+      return yield* fitted([...files, ...resolved.urls])
     })
 
   const service = (configuredOnce: typeof configured): InstructionLoaderShape => {
@@ -298,17 +333,19 @@ const makeLoader = (instance: InstanceInfo, instructions: ReadonlyArray<string>)
           return out
         })
         if (picked.length === 0) return undefined
-        const found = picked.map((file) => ({ file, text: readFileSync(file) }))
+        const found = picked.map((file) => ({ file, read: readFileSync(file) }))
         // An empty file attaches nothing, so it is not claimed either.
         const attached = yield* Effect.sync(() =>
-          found.filter(({ file, text }) => {
-            if (!text) claimsOf(input.scope).delete(file)
-            return Boolean(text)
+          found.flatMap(({ file, read }): Array<Entry> => {
+            if (read?.text) return [{ kind: "file", source: file, text: read.text, size: read.size }]
+            claimsOf(input.scope).delete(file)
+            return []
           })
         )
         if (attached.length === 0) return undefined
-        const blocks = attached.map(({ file, text }) => formatEntry(file, text!))
-        return { reminder: `<system-reminder>\n${blocks.join("\n\n")}\n</system-reminder>`, files: attached.map(({ file }) => file) }
+        // Each file within its own cap; the total cap is the system prompt's.
+        const blocks = (yield* fitted(attached, Number.POSITIVE_INFINITY)).map((entry) => formatEntry(entry.source, entry.text))
+        return { reminder: `<system-reminder>\n${blocks.join("\n\n")}\n</system-reminder>`, files: attached.map((entry) => entry.source) }
       })
     }
   }

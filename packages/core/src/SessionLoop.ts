@@ -60,6 +60,7 @@ import { resourceTools } from "./tools/McpTools.js"
 import * as SystemPrompt from "./SystemPrompt.js"
 import * as Tool from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
+import * as ToolSlots from "./ToolSlots.js"
 import { Truncation } from "./Truncate.js"
 import * as Wildcard from "./Wildcard.js"
 
@@ -163,6 +164,8 @@ interface RunOptions {
 /** Defaults that OpenCode uses; the retry cap is ours (OpenCode retries forever). */
 const DEFAULT_RETRY_ATTEMPTS = 10
 const DOOM_LOOP_THRESHOLD = 3
+/** Tool calls of one step that run at once (`tool_concurrency`); the rest wait their turn, in order. Claude Code's default. */
+export const DEFAULT_TOOL_CONCURRENCY = 10
 const COMPACTION_NOT_ENOUGH =
   "The conversation no longer fits the model's context window, even right after summarizing it. Start a new session or use a model with a larger window."
 const TITLE_MAX = 100
@@ -246,6 +249,7 @@ function make() {
     const runners = new Map<SessionID, Runner>()
     const statuses = new Map<SessionID, SessionStatus>()
     const retryAttempts = config.retry?.attempts ?? DEFAULT_RETRY_ATTEMPTS
+    const toolConcurrency = config.tool_concurrency ?? DEFAULT_TOOL_CONCURRENCY
     const continueOnDeny = config.experimental?.continue_loop_on_deny === true
 
     const setStatus = (sessionID: SessionID, status: SessionStatus) =>
@@ -1140,6 +1144,10 @@ function make() {
               // --- end snapshot
               // The step's running tool calls: interrupted if the step ends early.
               const toolFibers = new Set<Fiber.RuntimeFiber<void, never>>()
+              // A call that died (its result could not be stored) fails the step once the others are done.
+              const toolDeaths: Array<Cause.Cause<never>> = []
+              // At most `toolConcurrency` of them run at once, the others in the order the model made them.
+              const toolSlots = yield* ToolSlots.make(toolConcurrency)
               atEnd.push(() => toolFibers.size === 0 ? Effect.void : Fiber.interruptAll([...toolFibers]))
               const open = new Map<string, Part>()
               const toolParts = new Map<string, ToolPart>()
@@ -1381,9 +1389,15 @@ function make() {
                       if (!(yield* doomLoop(running, toolInput))) return
                       toolParts.set(event.toolCallId, running)
                       yield* writePart(message, running)
-                      const fiber = yield* Effect.forkDaemon(runTool(running, routed.input))
+                      // A queued call's time starts when it gets its slot.
+                      const fiber = yield* Effect.forkDaemon(toolSlots.run(
+                        Effect.suspend(() => runTool({ ...running, state: { status: "running", input: toolInput, time: { start: Date.now() } } }, routed.input))
+                      ))
                       toolFibers.add(fiber)
-                      fiber.addObserver(() => toolFibers.delete(fiber))
+                      fiber.addObserver((exit) => {
+                        toolFibers.delete(fiber)
+                        if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) toolDeaths.push(exit.cause)
+                      })
                       return
                     }
                     case "finish-step": {
@@ -1415,6 +1429,7 @@ function make() {
               }, handle)
               // Every call the model made finishes (or fails) before the step ends.
               while (toolFibers.size > 0) yield* Fiber.await(toolFibers.values().next().value!)
+              if (toolDeaths.length > 0) return yield* Effect.failCause(toolDeaths[0]!)
               const filesAfter = yield* recordFiles
               if (stepFinish) {
                 const { cost, finishReason, usage } = stepFinish

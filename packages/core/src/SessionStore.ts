@@ -22,7 +22,7 @@ import type * as SqlError from "@effect/sql/SqlError"
 import { Context, Effect, Layer, ParseResult, Schedule, Schema } from "effect"
 import * as os from "node:os"
 import { Bus } from "./Bus.js"
-import { openedFile, withBusyRetry } from "./Database.js"
+import { isReadOnly, openedFile, withBusyRetry } from "./Database.js"
 import * as Identifier from "./Identifier.js"
 import { Instance } from "./Instance.js"
 import { makeInPlaceDecoder } from "./InPlaceDecoder.js"
@@ -408,17 +408,21 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         if (orphans.length > 0) yield* Effect.logInfo(`marked ${orphans.length} tool call(s) of dead processes as interrupted`)
       })
 
-      yield* heartbeat
-      yield* recoverInterrupted
-      // A beat that fails (the file locked for a long time) is logged and the next one tried: a
-      // heartbeat that stopped for good would let other processes take this one's calls for dead.
-      yield* Effect.forkScoped(
-        heartbeat.pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("session store heartbeat failed; trying again", cause)),
-          Effect.repeat(Schedule.spaced(LEASE_HEARTBEAT))
+      // A store that only reads (Database.layerReadOnly) runs nothing, so it holds no lease and
+      // leaves the recovery to the next process that writes.
+      if (!(yield* isReadOnly)) {
+        yield* heartbeat
+        yield* recoverInterrupted
+        // A beat that fails (the file locked for a long time) is logged and the next one tried: a
+        // heartbeat that stopped for good would let other processes take this one's calls for dead.
+        yield* Effect.forkScoped(
+          heartbeat.pipe(
+            Effect.catchAllCause((cause) => Effect.logWarning("session store heartbeat failed; trying again", cause)),
+            Effect.repeat(Schedule.spaced(LEASE_HEARTBEAT))
+          )
         )
-      )
-      yield* Effect.addFinalizer(() => write(sql`DELETE FROM lease WHERE owner = ${owner}`).pipe(Effect.ignore))
+        yield* Effect.addFinalizer(() => write(sql`DELETE FROM lease WHERE owner = ${owner}`).pipe(Effect.ignore))
+      }
 
       // --- projects and sessions -----------------------------------------------------------
 

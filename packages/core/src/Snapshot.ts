@@ -406,6 +406,19 @@ function make() {
     /** Reading and restoring work wherever the store exists, even where tracking is refused. */
     const openForRead = load.pipe(Effect.mapError((error) => new SnapshotUnavailable({ detail: error.message })))
 
+    /** A store that exists but cannot be written (a read-only data directory). */
+    const readOnlyStore = () => {
+      if (!fs.existsSync(path.join(gitDir, "HEAD"))) return false
+      try {
+        fs.accessSync(gitDir, fs.constants.W_OK)
+        return false
+      } catch {
+        return true
+      }
+    }
+    /** Only looking at stored snapshots: a read-only store is read as it is, without setting it up. */
+    const openToLook = Effect.suspend(() => (!loaded && readOnlyStore() ? Effect.void : openForRead))
+
     // --- hashing and the stat cache ----------------------------------------------------------
 
     const relative = (absolute: string): string | undefined => {
@@ -898,7 +911,7 @@ function make() {
       Effect.gen(function*() {
         const cached = roots.get(id)
         if (cached) return cached
-        yield* openForRead
+        yield* openToLook
         yield* flushObjects
         const output = yield* git(["ls-tree", "-r", "-z", "--full-tree", id]).pipe(
           Effect.mapError(() => new SnapshotMissing({ id }))
@@ -927,7 +940,7 @@ function make() {
     })
 
     const read = Effect.fn("Snapshot.read")(function*(ids: ReadonlyArray<string>) {
-      yield* openForRead
+      yield* openToLook
       yield* flushObjects
       const objects = yield* Git.readObjects(git, ids).pipe(Effect.orElseSucceed(() => new Map<string, Buffer>()))
       for (const id of ids) if (!objects.has(id)) return yield* new SnapshotMissing({ id })

@@ -224,6 +224,14 @@ export const SnapshotStoreConfig = Schema.Struct({
   watch: Schema.optional(Schema.Boolean)
 })
 
+/** Caps on the instructions sent with every request (this runtime's addition; Codex has `project_doc_max_bytes`). */
+export const InstructionLimitsConfig = Schema.Struct({
+  /** Bytes of one instruction file or URL (default 65536); the rest is cut, with a note saying so. */
+  max_bytes: Schema.optional(PositiveInt),
+  /** Bytes of all of them together, in the order they are sent (default 262144). */
+  max_total_bytes: Schema.optional(PositiveInt)
+})
+
 export const ServerConfig = Schema.Struct({
   port: Schema.optional(NonNegativeInt),
   hostname: Schema.optional(Schema.String),
@@ -252,6 +260,7 @@ export const Config = Schema.Struct({
   /** Deprecated: `{tool: boolean}`, turned into permission rules. */
   tools: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Boolean })),
   instructions: Schema.optional(Schema.Array(Schema.String)),
+  instruction_limits: Schema.optional(InstructionLimitsConfig),
   mcp: Schema.optional(Schema.Record({ key: Schema.String, value: McpConfig })),
   provider: Schema.optional(Schema.Record({ key: Schema.String, value: ProviderConfig })),
   disabled_providers: Schema.optional(Schema.Array(Schema.String)),
@@ -263,6 +272,8 @@ export const Config = Schema.Struct({
   experimental: Schema.optional(ExperimentalConfig),
   server: Schema.optional(ServerConfig),
   subagent_depth: Schema.optional(NonNegativeInt),
+  /** Tool calls of one step that run at once; the others wait, in the order the model made them (default 10). */
+  tool_concurrency: Schema.optional(PositiveInt),
   /** Run guards for every agent; `agent.<name>.limits` overrides them per key. */
   limits: Schema.optional(RunLimits),
   /** Retries of rate-limited or overloaded provider calls (default 10 attempts). */

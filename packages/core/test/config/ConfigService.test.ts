@@ -292,12 +292,13 @@ describe("parse errors", () => {
       expect(error.detail).toContain("expected a JSON object")
     })))
 
-  it.live("an empty file is an empty config", () =>
+  it.live("an empty file is an empty config, with a warning naming it", () =>
     live(Effect.gen(function*() {
       const box = yield* sandbox
       const file = box.write(path.join(box.project, "agent.json"), "\n")
       const info = yield* loadConfig(box.instance())
       expect(info.sources).toEqual([file])
+      expect(info.warnings).toEqual([expect.objectContaining({ file, message: expect.stringMatching(/the file is empty/) })])
     })))
 })
 
