@@ -45,6 +45,8 @@ export const serve = (box: TestInstance.Sandbox, args: ReadonlyArray<string> = [
 export interface AgentOptions {
   /** Text to pipe in; "open" leaves stdin open and empty; default: closed at once. */
   readonly stdin?: string | "open"
+  /** Written to stdin after the given delays (ms from spawn); stdin closes after the last one. */
+  readonly stdinLater?: ReadonlyArray<{ readonly after: number; readonly text: string }>
   /** Sends SIGINT once stdout satisfies this. */
   readonly signalAfter?: (stdout: string) => boolean
   /** Working directory (default: the sandbox's project). */
@@ -72,7 +74,12 @@ export const agent = (box: TestInstance.Sandbox, args: ReadonlyArray<string>, op
       }
     })
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    if (options.stdin === undefined) child.stdin.end()
+    if (options.stdinLater !== undefined) {
+      const last = options.stdinLater.length - 1
+      options.stdinLater.forEach(({ after, text }, n) =>
+        setTimeout(() => (n === last ? child.stdin.end(text) : child.stdin.write(text)), after)
+      )
+    } else if (options.stdin === undefined) child.stdin.end()
     else if (options.stdin !== "open") child.stdin.end(options.stdin)
     const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
     child.on("exit", (code) => {
