@@ -89,6 +89,26 @@ export const agent = (box: TestInstance.Sandbox, args: ReadonlyArray<string>, op
     return Effect.sync(() => child.kill("SIGKILL"))
   })
 
+/** Runs a `sh -c` script in the sandbox's project, with `$AGENT` naming the built CLI (for real shell pipes). */
+export const shell = (box: TestInstance.Sandbox, script: string) =>
+  Effect.async<Result>((resume) => {
+    const child = spawn("sh", ["-c", script], {
+      cwd: box.instance.directory,
+      env: { ...box.instance.env, AGENT: `${process.execPath} ${bin}` } as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resume(Effect.succeed({ code, stdout, stderr }))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
 /** The agent.json of a project whose model is the mock server at `url` (titles from a second one). */
 export const mockConfig = (url: string, titlesUrl: string, extra: object = {}) => ({
   model: "mock/model-a",
