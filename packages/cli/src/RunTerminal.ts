@@ -4,9 +4,13 @@ import type { PermissionRequest, QuestionRequest } from "@agent/domain"
 import { Effect } from "effect"
 import * as readline from "node:readline"
 
+/** How long a pipe or file on stdin may stay silent before `agent run` goes on without it (README, "Piped input"). */
+export const STDIN_GRACE_MS = 5_000
+
 /**
- * Piped input, read only when there is some: a pipe that delivers nothing within a moment
- * (an open, empty stdin) is left alone, so the run never hangs waiting for it. `-` waits.
+ * Piped input: once a first byte arrives, stdin is read to its end however long the producer
+ * takes. An open stdin that sends nothing within STDIN_GRACE_MS is given up (with a note on
+ * stderr), so a run started from a script with an idle stdin does not hang. `-` waits as long as it takes.
  */
 export const readStdin = (wait: boolean): Effect.Effect<string> =>
   Effect.async<string>((resume) => {
@@ -21,7 +25,14 @@ export const readStdin = (wait: boolean): Effect.Effect<string> =>
       stdin.pause()
       resume(Effect.succeed(text))
     }
-    const timer = wait ? undefined : setTimeout(() => (started ? undefined : done()), 50)
+    const giveUp = () => {
+      if (started) return
+      process.stderr.write(
+        `agent: nothing arrived on stdin within ${STDIN_GRACE_MS / 1000} s; running without it (pass - to wait for stdin)\n`
+      )
+      done()
+    }
+    const timer = wait ? undefined : setTimeout(giveUp, STDIN_GRACE_MS)
     stdin.setEncoding("utf8")
     stdin.on("data", (chunk: string) => {
       started = true
@@ -30,6 +41,7 @@ export const readStdin = (wait: boolean): Effect.Effect<string> =>
     stdin.on("end", done)
     stdin.on("error", done)
     stdin.resume()
+    return Effect.sync(() => clearTimeout(timer))
   })
 
 export const describeRequest = (request: PermissionRequest) =>

@@ -3,7 +3,7 @@ import { ConfigService, Database, Instance, makeAppLayer } from "@agent/core"
 import { Server } from "@agent/server"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { Console, Effect, Layer, Option } from "effect"
-import { shutdown } from "./ExitCode.js"
+import { shutdown, UsageError } from "./ExitCode.js"
 import type { ServeInput } from "./ServeCommand.js"
 
 /**
@@ -16,6 +16,17 @@ import type { ServeInput } from "./ServeCommand.js"
  * equal in 1, higher in 1 (medians over the runs 80 vs 89.5 ms; 47–49 vs 51–74 ms in the quiet set).
  */
 const MAX_OPS_BEFORE_YIELD = 100_000_000
+
+/** Why the server could not listen, in words: a taken or forbidden port is a usage problem (exit 2). */
+const listenProblem = (cause: unknown, options: Server.ServerOptions) => {
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code
+  const port = options.port ?? 0
+  const where = `${options.hostname}:${port}`
+  if (code === "EADDRINUSE") return new UsageError({ message: `port ${port} is already in use (EADDRINUSE on ${where}); pick another with --port` })
+  if (code === "EACCES") return new UsageError({ message: `no permission to listen on port ${port} (EACCES on ${where}); ports below 1024 need privileges` })
+  if (code === "EADDRNOTAVAIL") return new UsageError({ message: `cannot listen on ${where}: no such local address (EADDRNOTAVAIL); check --hostname` })
+  return new UsageError({ message: `cannot listen on ${where}: ${(cause as Error | undefined)?.message ?? String(cause)}` })
+}
 
 export const serve = (flags: ServeInput) =>
   Effect.gen(function*() {
@@ -41,5 +52,10 @@ export const serve = (flags: ServeInput) =>
         yield* Console.log(`agent server listening on http://${host}:${address.port}`)
       })
     )
-    return yield* Layer.launch(announce.pipe(Layer.provideMerge(Server.layer(options))))
+    return yield* Layer.launch(announce.pipe(Layer.provideMerge(Server.layer(options)))).pipe(
+      Effect.catchIf(
+        (error): error is typeof error & { readonly _tag: "ServeError"; readonly cause: unknown } => (error as { _tag?: string })._tag === "ServeError",
+        (error) => Effect.fail(listenProblem(error.cause, options))
+      )
+    )
   }).pipe(Effect.provide(makeAppLayer({ database: Database.layerServer })), Effect.withMaxOpsBeforeYield(MAX_OPS_BEFORE_YIELD))

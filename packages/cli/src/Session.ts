@@ -13,6 +13,7 @@ import { Console, Effect, Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { UsageError } from "./ExitCode.js"
+import { readStdin } from "./RunTerminal.js"
 import { table } from "./Format.js"
 import * as Layers from "./Layers.js"
 
@@ -200,8 +201,9 @@ export const exportSession = (input: { readonly id: string; readonly file: Optio
 const readExport = (file: string) =>
   Effect.gen(function*() {
     const name = file === "-" ? "stdin" : file
-    const text = yield* Effect.try({
-      try: () => fs.readFileSync(file === "-" ? 0 : path.resolve(file), "utf8"),
+    // stdin is read as a stream: readFileSync(0) fails with EAGAIN on a non-blocking pipe.
+    const text = file === "-" ? yield* readStdin(true) : yield* Effect.try({
+      try: () => fs.readFileSync(path.resolve(file), "utf8"),
       catch: (error) =>
         new UsageError({
           message: (error as NodeJS.ErrnoException).code === "ENOENT" ? `no such file: ${file}` : `cannot read ${name}: ${(error as Error).message}`

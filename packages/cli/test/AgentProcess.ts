@@ -48,6 +48,8 @@ export const serve = (box: TestInstance.Sandbox, args: ReadonlyArray<string> = [
 export interface AgentOptions {
   /** Text to pipe in; "open" leaves stdin open and empty; default: closed at once. */
   readonly stdin?: string | "open"
+  /** Written to stdin after the given delays (ms from spawn); stdin closes after the last one. */
+  readonly stdinLater?: ReadonlyArray<{ readonly after: number; readonly text: string }>
   /** Sends `signal` once stdout satisfies this. */
   readonly signalAfter?: (stdout: string) => boolean
   /** Sends `signal` once this holds (checked every 50 ms), e.g. once a tool's command has started. */
@@ -83,7 +85,12 @@ export const agent = (box: TestInstance.Sandbox, args: ReadonlyArray<string>, op
       ? setInterval(() => (!signalled && options.signalWhen!() ? signal() : undefined), 50)
       : undefined
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    if (options.stdin === undefined) child.stdin.end()
+    if (options.stdinLater !== undefined) {
+      const last = options.stdinLater.length - 1
+      options.stdinLater.forEach(({ after, text }, n) =>
+        setTimeout(() => (n === last ? child.stdin.end(text) : child.stdin.write(text)), after)
+      )
+    } else if (options.stdin === undefined) child.stdin.end()
     else if (options.stdin !== "open") child.stdin.end(options.stdin)
     const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
     child.on("exit", (code, signal) => {
@@ -95,6 +102,26 @@ export const agent = (box: TestInstance.Sandbox, args: ReadonlyArray<string>, op
       clearInterval(poll)
       child.kill("SIGKILL")
     })
+  })
+
+/** Runs a `sh -c` script in the sandbox's project, with `$AGENT` naming the built CLI (for real shell pipes). */
+export const shell = (box: TestInstance.Sandbox, script: string) =>
+  Effect.async<Result>((resume) => {
+    const child = spawn("sh", ["-c", script], {
+      cwd: box.instance.directory,
+      env: { ...box.instance.env, AGENT: `${process.execPath} ${bin}` } as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000)
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer)
+      resume(Effect.succeed({ code, signal, stdout, stderr }))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
   })
 
 /** The agent.json of a project whose model is the mock server at `url` (titles from a second one). */

@@ -42,6 +42,24 @@ describe("agent run", () => {
       expect(result.stdout).toBe("Hi.\n")
     }))
 
+  it.scopedLive("piped input that starts late is read to its end; a silent open pipe is given up with a note", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start(["Late.", "Quiet."])
+      const box = yield* project(server.url)
+      const late = yield* agent(box, ["run", "review this"], {
+        stdinLater: [{ after: 6_000, text: "first part\n" }, { after: 12_000, text: "second part\n" }]
+      })
+      expect(late.code, late.stderr).toBe(0)
+      expect(late.stderr).not.toMatch(/nothing arrived/)
+      const sent = JSON.stringify(server.requests[0]!.messages)
+      expect(sent).toContain("first part\\nsecond part")
+      const started = Date.now()
+      const quiet = yield* agent(box, ["run", "hello"], { stdin: "open" })
+      expect(quiet.code, quiet.stderr).toBe(0)
+      expect(quiet.stderr).toMatch(/nothing arrived on stdin within 5 s/)
+      expect(Date.now() - started).toBeLessThan(15_000)
+    }), 30_000)
+
   it.scopedLive("without a terminal a permission ask is rejected with a clear line and exit code 3", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([[toolCall("read", { filePath: "secret.txt" })], "never"])

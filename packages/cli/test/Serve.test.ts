@@ -2,7 +2,8 @@ import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as http from "node:http"
-import { project, serve } from "./AgentProcess.js"
+import * as net from "node:net"
+import { agent, project, serve } from "./AgentProcess.js"
 
 /** GET /session with a given Host header (fetch will not send one of the caller's choosing). */
 const withHost = (url: string, host: string) =>
@@ -17,6 +18,21 @@ const withHost = (url: string, host: string) =>
 const { toolCall } = ScriptedModel
 
 describe("agent serve", () => {
+  it.scopedLive("a port that is taken is named, with exit 2", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([])
+      const box = yield* project(server.url)
+      const taken = net.createServer()
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void taken.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.sync(() => taken.close())
+      )
+      const port = (taken.address() as net.AddressInfo).port
+      const result = yield* agent(box, ["serve", "--port", String(port)])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain(`port ${port} is already in use`)
+    }))
+
   for (const signal of ["SIGTERM", "SIGHUP"] as const) {
     it.scopedLive(`${signal} during a run: the run is aborted, its tool marked interrupted, exit 0`, () =>
       Effect.gen(function*() {

@@ -4,7 +4,7 @@ import { MockOpenAIServer, ScriptedModel, type TestInstance } from "@agent/testi
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
-import { agent, events, project } from "./AgentProcess.js"
+import { agent, events, project, shell } from "./AgentProcess.js"
 
 const { finish, text, toolCall } = ScriptedModel
 
@@ -106,6 +106,21 @@ describe("agent session", () => {
       expect(missing.code).toBe(2)
       expect(missing.stderr).toBe("agent: Session not found: ses_nope\n")
     }))
+
+  it.scopedLive("export piped into import works; a reader that closes early ends the export quietly", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start(["Piped answer."])
+      const box = yield* project(server.url)
+      const id = yield* runPrompt(box, "Piped", "remember this")
+      const other = box.path("other-data")
+      const piped = yield* shell(box, `$AGENT session export ${id} | XDG_DATA_HOME=${other} $AGENT session import -`)
+      expect(piped.stderr).toBe("")
+      expect(piped.code).toBe(0)
+      expect(piped.stdout).toBe(`imported ${id} "Piped" (2 messages)\n`)
+      const closed = yield* shell(box, `$AGENT session export ${id} | true`)
+      expect(closed.stderr).toBe("")
+      expect(closed.code).toBe(0)
+    }), 60_000)
 
   it.scopedLive("export, delete (with subagent sessions) and import round-trip; bad imports exit 2", () =>
     Effect.gen(function*() {
