@@ -813,7 +813,9 @@ function make() {
                 sessionID,
                 parts: [{ type: "text", text: Prompts.read("session/continue.txt"), synthetic: true }],
                 agent: input.user.agent,
-                model: input.user.model
+                model: input.user.model,
+                ...(input.user.system ? { system: input.user.system } : {}),
+                ...(input.user.tools ? { tools: input.user.tools } : {})
               }).pipe(Effect.orDie)
               history.push(nudge)
             }
