@@ -1,7 +1,7 @@
 // The live view of a run on a terminal (stdout is a TTY, default format): the assistant's
 // text as it streams, a line per finished tool call, and below it a status line with a spinner,
 // the current step and what the run is waiting for. Piped output never comes here.
-import type { BusEvent, SessionID, ToolPart } from "@agent/domain"
+import type { BusEvent, BusEventOf, SessionID, ToolPart } from "@agent/domain"
 import { clip } from "./Format.js"
 
 export interface LiveProgressOptions {
@@ -66,6 +66,8 @@ export const make = (options: LiveProgressOptions): LiveProgress => {
   const endedTexts = new Set<string>()
   const runningTools = new Map<string, string>()
   const finishedTools = new Set<string>()
+  /** The provider call being waited out before it is asked again. */
+  let retrying: { readonly retry: BusEventOf<"session.retry">["properties"]; readonly until: number } | undefined
 
   const emit = (text: string) => {
     if (!text) return
@@ -79,7 +81,9 @@ export const make = (options: LiveProgressOptions): LiveProgress => {
 
   const status = () => {
     const tools = [...runningTools.values()]
-    const doing = tools.length > 0
+    const doing = retrying
+      ? retryLine(retrying.retry, retrying.until - Date.now())
+      : tools.length > 0
       ? `${tools[0]}${tools.length > 1 ? ` (+${tools.length - 1} more)` : ""}`
       : thinking
       ? "thinking"
@@ -112,6 +116,11 @@ export const make = (options: LiveProgressOptions): LiveProgress => {
   }
 
   const event = (event: BusEvent) => {
+    if (event.type === "session.retry" && event.properties.sessionID === sessionID) {
+      retrying = { retry: event.properties, until: Date.now() + event.properties.delay }
+      return
+    }
+    if ((event.type === "message.part.delta" || event.type === "message.part.updated") && retrying) retrying = undefined
     switch (event.type) {
       case "message.updated": {
         const info = event.properties.info
@@ -201,4 +210,12 @@ export const make = (options: LiveProgressOptions): LiveProgress => {
     },
     shown: (text) => printed.includes(text)
   }
+}
+
+/** "retrying in 4 s: HTTP 500 model overloaded, attempt 3 of 10": a retry on stderr and on the status line. */
+export const retryLine = (retry: BusEventOf<"session.retry">["properties"], remaining: number) => {
+  const seconds = remaining < 1000 ? `${(Math.max(0, remaining) / 1000).toFixed(1)} s` : `${Math.round(remaining / 1000)} s`
+  const cause = [retry.statusCode !== undefined ? `HTTP ${retry.statusCode}` : undefined, retry.message.split("\n")[0]]
+    .filter((piece) => piece).join(" ")
+  return `retrying in ${seconds}: ${cause}, attempt ${retry.attempt} of ${retry.attempts}`
 }

@@ -120,6 +120,10 @@ const jsonEvent = (sessionID: SessionID, event: BusEvent): object | undefined =>
   if (event.type === "session.error" && event.properties.sessionID === sessionID) {
     return { type: "error", ...base, error: event.properties.error }
   }
+  if (event.type === "session.retry" && event.properties.sessionID === sessionID) {
+    const { attempt, attempts, delay, statusCode, message } = event.properties
+    return { type: "retry", ...base, attempt, attempts, delay, ...(statusCode !== undefined ? { statusCode } : {}), message }
+  }
   if (event.type !== "message.part.updated") return undefined
   const part: Part = event.properties.part
   if (part.sessionID !== sessionID) return undefined
@@ -215,6 +219,8 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
             if (line) yield* Console.log(JSON.stringify(line))
           } else if (view) {
             view.event(event)
+          } else if (event.type === "session.retry" && event.properties.sessionID === sessionID) {
+            yield* Console.error(LiveProgress.retryLine(event.properties, event.properties.delay))
           } else if (terminal) {
             const line = progressLine(sessionID, event)
             if (line) yield* Console.error(line)

@@ -103,6 +103,34 @@ describe("agent run", () => {
       expect(lines.at(-1)!.reason).toMatch(/model is on fire/)
     }))
 
+  it.scopedLive("a retried provider call shows: a retry event per attempt in json, a stderr line in text mode", () =>
+    Effect.gen(function*() {
+      const turns = () => [
+        [ScriptedModel.serverError({ message: "model overloaded" })],
+        [ScriptedModel.serverError({ message: "model overloaded" })],
+        "Recovered."
+      ]
+      const server = yield* MockOpenAIServer.start(turns())
+      const box = yield* project(server.url, { retry: { delay: 20 } })
+      const result = yield* agent(box, ["run", "--format", "json", "hi"])
+      expect(result.code, result.stderr).toBe(0)
+      const lines = events(result.stdout)
+      const retries = lines.filter((line) => line.type === "retry")
+      expect(retries, result.stdout).toEqual([
+        expect.objectContaining({ attempt: 1, attempts: 10, delay: 20, statusCode: 500, message: expect.stringContaining("model overloaded") }),
+        expect.objectContaining({ attempt: 2, attempts: 10, delay: 40, statusCode: 500 })
+      ])
+      expect(lines.at(-1)).toMatchObject({ type: "result", status: "completed", text: "Recovered." })
+
+      const textServer = yield* MockOpenAIServer.start(turns())
+      const textBox = yield* project(textServer.url, { retry: { delay: 20 } })
+      const plain = yield* agent(textBox, ["run", "hi"])
+      expect(plain.code, plain.stderr).toBe(0)
+      expect(plain.stderr).toMatch(/retrying in 0\.0 s: HTTP 500 .*model overloaded.*, attempt 1 of 10/)
+      expect(plain.stderr).toMatch(/attempt 2 of 10/)
+      expect(plain.stdout).toContain("Recovered.")
+    }))
+
   it.scopedLive("--max-steps stops a run that wants more steps with exit code 4", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([[toolCall("read", { filePath: "a.txt" })], [toolCall("read", { filePath: "a.txt" })]])

@@ -171,7 +171,10 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
           role: "user",
           time: { created: now },
           agent: input.user.agent,
-          model: input.user.model
+          model: input.user.model,
+          // The run's settings live on its user messages: the newest one decides the next step's tools.
+          ...(input.user.system ? { system: input.user.system } : {}),
+          ...(input.user.tools ? { tools: input.user.tools } : {})
         }
         const compactionPart: Part = {
           id: Identifier.ascending("part") as PartID,

@@ -11,6 +11,14 @@ export interface LiveMessage {
 export const INTERRUPTED_OUTPUT = "[Tool execution was interrupted]"
 export const CLEARED_OUTPUT = "[Old tool result content cleared]"
 
+/**
+ * What the model sees of an interrupted call: the output it had produced so far (the tool's
+ * live preview, already capped), then always the marker, so it never mistakes a cut-off
+ * output (or an empty one) for a finished call.
+ */
+export const interruptedOutput = (partial: unknown) =>
+  typeof partial === "string" && partial.trim() !== "" ? `${partial.trimEnd()}\n\n${INTERRUPTED_OUTPUT}` : INTERRUPTED_OUTPUT
+
 /** Wraps a message the user sent while the agent was working, so the model notices it. */
 export const midRunReminder = (text: string) => Prompts.read("session/mid-run.txt").replace("{message}", text)
 
@@ -51,10 +59,8 @@ const assistantMessages = (parts: ReadonlyArray<Part>): Array<ModelMessage> => {
           state.status === "completed"
             ? { type: "text" as const, value: state.time.compacted ? CLEARED_OUTPUT : state.output }
             : state.status === "error"
-            ? state.metadata?.interrupted === true && typeof state.metadata.output === "string"
-              ? { type: "text" as const, value: state.metadata.output }
-              : state.metadata?.interrupted === true
-              ? { type: "text" as const, value: INTERRUPTED_OUTPUT }
+            ? state.metadata?.interrupted === true
+              ? { type: "text" as const, value: interruptedOutput(state.metadata.output) }
               : { type: "error-text" as const, value: state.error }
             : { type: "text" as const, value: INTERRUPTED_OUTPUT }
         results.push({ type: "tool-result", toolCallId: part.callID, toolName: part.tool, output })

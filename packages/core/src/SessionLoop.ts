@@ -175,9 +175,9 @@ const totalTokens = (usage: TokenUsage) =>
   usage.input + usage.output + usage.reasoning + usage.cache.read + usage.cache.write
 
 /** The retry delay OpenCode uses: what the provider asked for, else 2 s doubling, capped at 30 s. */
-export const retryDelay = (error: ProviderError, attempt: number): number => {
+export const retryDelay = (error: ProviderError, attempt: number, base = 2000): number => {
   if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, 2_147_483_647)
-  return Math.min(2000 * 2 ** (attempt - 1), 30_000)
+  return Math.min(base * 2 ** (attempt - 1), 30_000)
 }
 
 const errorOf = (name: string, message: string, extra: Record<string, unknown> = {}): MessageError => ({
@@ -817,7 +817,9 @@ function make() {
                 sessionID,
                 parts: [{ type: "text", text: Prompts.read("session/continue.txt"), synthetic: true }],
                 agent: input.user.agent,
-                model: input.user.model
+                model: input.user.model,
+                ...(input.user.system ? { system: input.user.system } : {}),
+                ...(input.user.tools ? { tools: input.user.tools } : {})
               }).pipe(Effect.orDie)
               history.push(nudge)
             }
@@ -947,7 +949,18 @@ function make() {
               // Throw away what the failed attempt produced and ask again.
               for (const part of message.parts) yield* store.removePart(sessionID, info.id, part.id)
               message.parts.length = 0
-              const delay = retryDelay(error, attempt)
+              const delay = retryDelay(error, attempt, config.retry?.delay)
+              yield* bus.publish({
+                type: "session.retry",
+                properties: {
+                  sessionID,
+                  attempt,
+                  attempts: retryAttempts,
+                  delay,
+                  ...(error.statusCode !== undefined ? { statusCode: error.statusCode } : {}),
+                  message: error.message
+                }
+              })
               yield* setStatus(sessionID, { type: "retry", attempt, message: error.message, next: Date.now() + delay })
               yield* Effect.sleep(Duration.millis(delay))
               yield* setStatus(sessionID, { type: "busy" })

@@ -277,7 +277,11 @@ export const Config = Schema.Struct({
   /** Run guards for every agent; `agent.<name>.limits` overrides them per key. */
   limits: Schema.optional(RunLimits),
   /** Retries of rate-limited or overloaded provider calls (default 10 attempts). */
-  retry: Schema.optional(Schema.Struct({ attempts: Schema.optional(NonNegativeInt) })),
+  retry: Schema.optional(Schema.Struct({
+    attempts: Schema.optional(NonNegativeInt),
+    /** The first wait in milliseconds when the provider names none (default 2000), doubled each attempt up to 30 s. */
+    delay: Schema.optional(NonNegativeInt)
+  })),
   share: Schema.optional(Schema.Literal("manual", "auto", "disabled")),
   /** Record the project's files at every step, for undo and session diffs (default true). */
   snapshot: Schema.optional(Schema.Boolean),

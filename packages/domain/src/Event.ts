@@ -30,6 +30,15 @@ export const SessionCompacted = event("session.compacted", {
   tokensAfter: Schema.optional(Schema.Number),
   auto: Schema.optional(Schema.Boolean)
 })
+/** A provider call failed and is asked again after `delay` ms (attempt `attempt` of `attempts`). */
+export const SessionRetry = event("session.retry", {
+  sessionID: SessionID,
+  attempt: Schema.Number,
+  attempts: Schema.Number,
+  delay: Schema.Number,
+  statusCode: Schema.optional(Schema.Number),
+  message: Schema.String
+})
 export const SessionDiff = event("session.diff", { sessionID: SessionID, diff: Schema.Array(FileDiff) })
 export const MessageUpdated = event("message.updated", { info: Message })
 export const MessageRemoved = event("message.removed", { sessionID: SessionID, messageID: MessageID })
@@ -132,6 +141,7 @@ export const BusEvent = Schema.Union(
   SessionIdle,
   SessionErrored,
   SessionCompacted,
+  SessionRetry,
   SessionDiff,
   MessageUpdated,
   MessageRemoved,

@@ -8,7 +8,7 @@ import type { LiveMessage } from "../../src/MessageConversion.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
-import { echo } from "./tools.js"
+import { echo, flood } from "./tools.js"
 
 const { finish, text, toolCall } = ScriptedModel
 const usage = (input: number) => ({ input, output: 50 })
@@ -75,6 +75,39 @@ describe("compaction", () => {
         const view = yield* store.history(session.id)
         expect(JSON.stringify(view)).toContain("SUMMARY TWO")
         expect(JSON.stringify(view)).not.toContain("alpha request")
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
+  it.scopedLive("a run's tool switches survive an automatic compaction: a tool turned off stays off after the summary", () => {
+    const model = ScriptedModel.make([
+      [toolCall("echo", { text: "work" }), finish("tool-calls", usage(7_500))],
+      [text("SUMMARY: working"), finish("stop", usage(3_000))],
+      [text("done"), finish("stop", usage(1_000))]
+    ])
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({ model, tools: [echo, flood], modelInfo: { limit: { context: 8_000, output: 1_000 } } })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "Switches" })
+        const result = yield* loop.prompt({
+          sessionID: session.id,
+          parts: [{ type: "text", text: "work request" }],
+          tools: { flood: false }
+        })
+        expect(result.reason).toBe("completed")
+        expect(model.remaining).toBe(0)
+        const offered = (index: number) => (model.calls[index]!.tools ?? []).map((tool) => tool.name)
+        expect(offered(0)).toContain("echo")
+        expect(offered(0)).not.toContain("flood")
+        // the step after the summary: same tools as before it
+        expect(offered(2)).toContain("echo")
+        expect(offered(2)).not.toContain("flood")
+        // and every user message written by the compaction carries the switches
+        const users = (yield* store.messages(session.id)).filter((message) => message.info.role === "user")
+        expect(users.length).toBeGreaterThan(1)
+        for (const user of users) expect(user.info).toMatchObject({ tools: { flood: false } })
       }).pipe(Effect.provide(runtime.layer))
     })
   })
