@@ -69,7 +69,7 @@ const spell = (spelling: string) => spelling.replaceAll("V", VICTIM)
  * rejected (there is nobody at a terminal).
  */
 const withRuntime = <A, E>(
-  files: Record<string, unknown>,
+  files: Record<string, string | object>,
   body: (run: (command: string) => Effect.Effect<Either.Either<Tool.ToolResult, unknown>>, victim: string) => Effect.Effect<A, E>
 ) =>
   Effect.gen(function*() {
@@ -160,7 +160,7 @@ describe("bash deny rules hold whatever the spelling", () => {
         Effect.gen(function*() {
           // --auto-approve answers ordinary asks, but not one the rules cannot check.
           const result = yield* run(spell("R=rm; $R V"))
-          expect(Either.isLeft(result) && result.left._tag).toBe("RejectedError")
+          expect(Either.isLeft(result) && (result.left as { _tag?: string })._tag).toBe("RejectedError")
           expect(fs.existsSync(victim)).toBe(true)
         }))
     }), 60_000)
