@@ -17,8 +17,9 @@ export interface Blocked {
 const READ_ONLY = /read-only file system|EROFS/i
 /** What a placeholder (an empty read-only directory) answers to writes and removals. */
 const PLACEHOLDER = /is a directory|EISDIR|device or resource busy|EBUSY|directory not empty|ENOTEMPTY/i
-const QUOTED = /['"‘’`]([^'"‘’`\n]+)['"‘’`]/g
-const BARE = /(?:^|[\s:(])((?:\/|\.{1,2}\/|\.git\b)[^\s:'"‘’`,)]*)/g
+// \u2018 and \u2019 are the quotes coreutils print in UTF-8 locales (escaped: the bundle stays Latin-1).
+const QUOTED = /['"\u2018\u2019`]([^'"\u2018\u2019`\n]+)['"\u2018\u2019`]/g
+const BARE = /(?:^|[\s:(])((?:\/|\.{1,2}\/|\.git\b)[^\s:'"\u2018\u2019`,)]*)/g
 
 const candidatesOf = (line: string): Array<string> => {
   const found = [...line.matchAll(QUOTED)].map((match) => match[1]!.trim())
@@ -49,17 +50,23 @@ const NETWORK_FAILURES: ReadonlyArray<RegExp> = [
   /Temporary failure in name resolution/i,
   /Name or service not known/i,
   /Network is unreachable|ENETUNREACH/i,
-  /No address associated with hostname/i
+  /No address associated with hostname/i,
+  /Failed to connect to (\S+ port \d+)/i,
+  /connect ECONNREFUSED (\S+)/i,
+  /Connection refused|Couldn't connect to server/i
 ]
 
-/** Failed lookups and connections in the output, taken as the sandbox's doing when the network is cut off. */
+/**
+ * Failed lookups and connections in the output, taken as the sandbox's doing when the network is
+ * cut off (in its own network namespace even the host's local servers refuse).
+ */
 export const networkFailures = (output: string): Array<Blocked> => {
   const hosts: Array<string> = []
   for (const line of output.split("\n")) {
     for (const pattern of NETWORK_FAILURES) {
       const match = pattern.exec(line)
       if (!match) continue
-      const host = (match[1] ?? "network").replace(/[.'"]+$/, "")
+      const host = (match[1] ?? "network").replace(/[.'"]+$/, "").replace(/ port /, ":")
       if (!hosts.includes(host)) hosts.push(host)
       break
     }
