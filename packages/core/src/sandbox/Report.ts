@@ -15,29 +15,54 @@ export interface Blocked {
 }
 
 const READ_ONLY = /read-only file system|EROFS/i
-/** What a placeholder (an empty read-only directory) answers to writes and removals. */
-const PLACEHOLDER = /is a directory|EISDIR|device or resource busy|EBUSY|directory not empty|ENOTEMPTY/i
+/** What a protected path (a mount point) answers to a removal or rename, and a placeholder (an empty directory) to a write. */
+const MOUNT_POINT = /is a directory|EISDIR|device or resource busy|EBUSY|directory not empty|ENOTEMPTY/i
 // \u2018 and \u2019 are the quotes coreutils print in UTF-8 locales (escaped: the bundle stays Latin-1).
 const QUOTED = /['"\u2018\u2019`]([^'"\u2018\u2019`\n]+)['"\u2018\u2019`]/g
 const BARE = /(?:^|[\s:(])((?:\/|\.{1,2}\/|\.git\b)[^\s:'"\u2018\u2019`,)]*)/g
+/** `name: <error>`, as shells print a failed redirect. */
+const BEFORE_COLON = /(?:^|[\s'"\u2018\u2019`])([^\s:'"\u2018\u2019`]+)['"\u2018\u2019`]?:\s*$/
 
-const candidatesOf = (line: string): Array<string> => {
-  const found = [...line.matchAll(QUOTED)].map((match) => match[1]!.trim())
-  for (const match of line.matchAll(BARE)) found.push(match[1]!)
-  return found.filter((candidate) => candidate.length > 0 && !/\s/.test(candidate) && !/^[a-z]+:\/\//i.test(candidate))
+const usable = (candidate: string) => candidate.length > 0 && !/\s/.test(candidate) && !/^[a-z]+:\/\//i.test(candidate)
+
+/** Paths named on one line: quoted ones first, then bare ones, each in order. */
+const pathsIn = (text: string): Array<string> =>
+  [...[...text.matchAll(QUOTED)].map((match) => match[1]!.trim()), ...[...text.matchAll(BARE)].map((match) => match[1]!)]
+    .filter(usable)
+
+/**
+ * The path an error line is about: the one right before the error ("bash: x: Read-only file
+ * system", "touch: cannot touch 'x': ..."), else the first after it ("[Errno 30] Read-only file
+ * system: 'x'", "EROFS: read-only file system, open 'x'").
+ */
+const subjectOf = (line: string, at: number): string | undefined => {
+  const before = line.slice(0, at)
+  const named = BEFORE_COLON.exec(before)?.[1]
+  // A word without a dot or slash ("Error", "line 1") is not a path here.
+  if (named !== undefined && usable(named) && /[./]/.test(named)) return named
+  return pathsIn(before).at(-1) ?? pathsIn(line.slice(at))[0]
 }
 
-/** Writes the output shows were refused by the sandbox: EROFS anywhere, or a placeholder refusing a write. */
+/**
+ * Writes the output shows were refused by the sandbox: EROFS anywhere (every path outside the
+ * writable ones is mounted read-only), or a protected mount point refusing a removal or a write.
+ */
 export const blockedWrites = (output: string, cwd: string, mounts: ReadonlyArray<Mount>): Array<Blocked> => {
-  const placeholders = mounts.filter((mount) => mount.kind === "placeholder").map((mount) => mount.path)
+  const guarded = mounts.filter((mount) => mount.kind !== "writable").map((mount) => mount.path)
   const targets: Array<string> = []
+  const add = (target: string) => void (targets.includes(target) || targets.push(target))
   for (const line of output.split("\n")) {
-    const readOnly = READ_ONLY.test(line)
-    if (!readOnly && !(placeholders.length > 0 && PLACEHOLDER.test(line))) continue
-    const paths = candidatesOf(line).map((candidate) => path.resolve(cwd, candidate))
-    const target = readOnly ? paths[0] : paths.find((file) => placeholders.some((holder) => isWithin(file, holder)))
-    if (target !== undefined && !targets.includes(target)) targets.push(target)
-    else if (readOnly && paths.length === 0 && !targets.includes("a read-only path")) targets.push("a read-only path")
+    const readOnly = READ_ONLY.exec(line)
+    if (readOnly) {
+      const subject = subjectOf(line, readOnly.index)
+      add(subject === undefined ? "a read-only path" : path.resolve(cwd, subject))
+      continue
+    }
+    if (guarded.length === 0 || !MOUNT_POINT.test(line)) continue
+    const hit = pathsIn(line).concat(BEFORE_COLON.exec(line.slice(0, MOUNT_POINT.exec(line)!.index))?.[1] ?? [])
+      .map((candidate) => path.resolve(cwd, candidate))
+      .find((file) => guarded.some((mount) => isWithin(file, mount)))
+    if (hit !== undefined) add(hit)
   }
   return targets.map((target) => ({ kind: "write", target }))
 }

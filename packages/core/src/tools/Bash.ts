@@ -281,7 +281,9 @@ export const sandboxText = (plan: SandboxPlan): string => {
     `${describeNetwork(settings.network)}. What the sandbox blocks fails as it would on a read-only disk or without a ` +
     "network, and the result says the sandbox blocked it. When a command really needs more (a package install that " +
     "downloads, `git commit`, which writes .git, writing outside the project), call bash again with `unsandboxed: true`: " +
-    "the user is asked to approve running that one command outside the sandbox. Do not try to get around the sandbox otherwise."
+    "the user is asked to approve running that one command outside the sandbox. Do not try to get around the sandbox otherwise. " +
+    "While a command runs, agent config files that do not exist (agent.json, opencode.json, .agent/, ...) appear as empty " +
+    "read-only directories, so that no command creates them; they are not really there."
 }
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sandbox> = Effect.gen(function*() {
