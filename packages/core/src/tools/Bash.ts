@@ -6,9 +6,9 @@ import * as path from "node:path"
 import { Instance } from "../Instance.js"
 import type { InstanceInfo } from "../Instance.js"
 import * as Prompts from "../Prompts.js"
-import { type Launch, Sandbox, type SandboxPlan, SandboxUnavailable } from "../Sandbox.js"
+import { type Launch, Sandbox, SandboxUnavailable } from "../Sandbox.js"
 import { notice } from "../sandbox/Report.js"
-import { describeNetwork } from "../sandbox/Settings.js"
+import { describeNetwork, resolveSettings, type SandboxSettings } from "../sandbox/Settings.js"
 import * as Tool from "../Tool.js"
 import { Truncation } from "../Truncate.js"
 import { expandPath, externalDirectories, parseCommand } from "./BashParse.js"
@@ -262,21 +262,18 @@ const timeoutNotice = (ms: number) =>
 
 const abortNotice = "The user aborted the command before it finished; it was stopped."
 
-/** What the tool's description says about the sandbox, for one agent's plan. */
-export const sandboxText = (plan: SandboxPlan): string => {
-  const { settings } = plan
+/**
+ * What the tool's description says about the sandbox, from the agent's settings alone: probing
+ * the machine would hold up the first step, and a sandbox that turns out not to work says so in
+ * the result of the first command (required) or runs it as before (preferred).
+ */
+export const sandboxText = (settings: SandboxSettings): string => {
   if (settings.mode === "off") return ""
-  if (!plan.active) {
-    return settings.enforce === "required"
-      ? "Sandbox: commands must run in an OS sandbox, which cannot be set up on this machine, so they fail unless run with " +
-        "`unsandboxed: true` (the user is asked to approve each such command)."
-      : ""
-  }
   const writes = settings.mode === "read-only"
     ? "write nothing" + (settings.writable.length > 0 ? ` but ${settings.writable.join(", ")}` : "")
     : "write only the project directory, the temp dirs ($TMPDIR, /tmp)" +
       (settings.writable.length > 0 ? `, ${settings.writable.join(", ")}` : "")
-  return `Sandbox: commands run in an OS sandbox (${settings.mode}). They can read everything, ${writes}; the project's ` +
+  return `Sandbox: commands run in an OS sandbox (${settings.mode}) where this machine supports one. They can read everything, ${writes}; the project's ` +
     `.git and agent config (agent.json, opencode.json, .agent/, .opencode/, .claude/, AGENTS.md) are read-only; network: ` +
     `${describeNetwork(settings.network)}. What the sandbox blocks fails as it would on a read-only disk or without a ` +
     "network, and the result says the sandbox blocked it. When a command really needs more (a package install that " +
@@ -312,7 +309,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
       Effect.gen(function*() {
         const known = described.get(agent)
         if (known !== undefined) return known
-        const text = withSandbox(sandboxText(yield* sandbox.plan(agent.sandbox)))
+        const text = withSandbox(sandboxText(resolveSettings(agent.sandbox, instance)))
         described.set(agent, text)
         return text
       }),
