@@ -1,6 +1,9 @@
 import type { PermissionConfig, SandboxConfig } from "@agent/domain"
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
+import { Effect } from "effect"
+import { makeAgentRegistry } from "../../src/AgentRegistry.js"
+import { makeInstanceInfo } from "../../src/Instance.js"
 import * as Permission from "../../src/Permission.js"
 import { bwrapArgs, KEEPER_WAIT } from "../../src/sandbox/Bwrap.js"
 import { type FileView, layout, type LayoutInput } from "../../src/sandbox/Layout.js"
@@ -272,5 +275,24 @@ describe("the sandboxed pattern in permission rules", () => {
 describe("paths in the layout are absolute", () => {
   it("relative writable entries resolve against the project directory", () => {
     expect(path.isAbsolute(resolveSettings({ writable: ["out"] }, base).writable[0]!)).toBe(true)
+  })
+})
+
+describe("sandbox config per agent", () => {
+  it("the top-level keys reach every agent; an agent's own keys replace them one by one; leaving asks by default", () => {
+    const instance = makeInstanceInfo({ directory: "/work/project", home: "/home/me", env: {} })
+    const registry = makeAgentRegistry(instance, {
+      config: {
+        sandbox: { network: ["registry.npmjs.org"], writable: ["~/.npm"] },
+        agent: { plan: { sandbox: { mode: "read-only" } }, helper: { mode: "subagent", sandbox: { network: true } } }
+      },
+      origin: () => undefined
+    })
+    const get = (name: string) => Effect.runSync(registry.get(name))
+    expect(get("build").sandbox).toEqual({ network: ["registry.npmjs.org"], writable: ["~/.npm"] })
+    expect(get("plan").sandbox).toEqual({ network: ["registry.npmjs.org"], writable: ["~/.npm"], mode: "read-only" })
+    expect(get("helper").sandbox).toEqual({ network: true, writable: ["~/.npm"] })
+    expect(Permission.evaluate("sandbox_escape", "npm install", get("build").permission).action).toBe("ask")
+    expect(Permission.evaluate("sandbox_escape", "npm install", get("helper").permission).action).toBe("ask")
   })
 })
