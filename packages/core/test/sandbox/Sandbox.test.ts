@@ -9,6 +9,7 @@ import { Bus } from "../../src/Bus.js"
 import { CommandRegistry } from "../../src/CommandRegistry.js"
 import { ConfigService } from "../../src/ConfigService.js"
 import { Instance } from "../../src/Instance.js"
+import { Mcp } from "../../src/Mcp.js"
 import { PermissionService } from "../../src/PermissionService.js"
 import { Sandbox } from "../../src/Sandbox.js"
 import { which } from "../../src/sandbox/Probe.js"
@@ -18,6 +19,7 @@ import type * as Tool from "../../src/Tool.js"
 import { ToolExecutionError } from "../../src/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
 import { Truncation, toolOutputDirectory } from "../../src/Truncate.js"
+import { fixture } from "../mcp/helpers.js"
 
 /**
  * The real sandbox (bubblewrap) around the real bash tool. CI installs bubblewrap, so these
@@ -425,6 +427,47 @@ describe.runIf(real)("sandbox: every process the agent starts", () => {
         expect(read(runtime.box.path("project/made.txt"))).toBe("inside\n")
       }).pipe(Effect.provide(runtime.layer))
     }))
+
+  it.scopedLive("an MCP stdio server runs in the sandbox only when configured so", () =>
+    Effect.gen(function*() {
+      const server = (pidFile: string, sandbox?: boolean) => ({
+        type: "local",
+        command: ["node", fixture, "--pid-file", pidFile],
+        ...(sandbox === undefined ? {} : { sandbox })
+      })
+      const runtime = yield* TestRuntime.make({
+        model: ScriptedModel.make([]),
+        files: {
+          "project/agent.json": {
+            mcp: {
+              inside: server("@BOX@/project/inside.pid", true),
+              outside: server("@BOX@/outside.pid", true),
+              plain: server("@BOX@/plain.pid")
+            }
+          }
+        },
+        sandbox: (box) => Sandbox.layerWith({ temporary: [box.path("tmp")] })
+      })
+      const box = runtime.box
+      // The layer is built (and the config read) when provided, below.
+      fs.writeFileSync(box.path("project/agent.json"), fs.readFileSync(box.path("project/agent.json"), "utf8").replaceAll("@BOX@", box.root))
+      yield* Effect.gen(function*() {
+        const mcp = yield* Mcp
+        yield* mcp.ready("10 seconds")
+        const statuses = yield* mcp.status()
+        expect(statuses.inside).toEqual({ status: "connected" })
+        expect(statuses.plain).toEqual({ status: "connected" })
+        expect(statuses.outside?.status).toBe("failed")
+        // Node's EROFS error, whose last lines the status keeps.
+        expect(statuses.outside?.error).toContain(`path: '${box.path("outside.pid")}'`)
+        expect(fs.existsSync(box.path("project/inside.pid"))).toBe(true)
+        expect(fs.existsSync(box.path("plain.pid"))).toBe(true)
+        expect(fs.existsSync(box.path("outside.pid"))).toBe(false)
+        const ok = (yield* mcp.tools()).find((tool) => tool.id === "inside_ok")!
+        const result = yield* ok.execute({ text: "hi" }, TestToolContext.make().context)
+        expect(result.output).toBe("ok: hi")
+      }).pipe(Effect.provide(runtime.layer))
+    }), 30_000)
 
   it.scopedLive("makeAppLayer takes another backend: the bash tool runs what it prepares", () =>
     Effect.gen(function*() {
