@@ -45,4 +45,24 @@ describe("agent sandbox check", () => {
         plan: { active: false, settings: { mode: "read-only", enforce: "required", enforceSource: "default" } }
       })
     }))
+
+})
+
+describe("agent permission explain --sandboxed", () => {
+  it.scopedLive("permission explain --sandboxed decides as for a sandboxed call; leaving the sandbox asks", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox({
+        files: { "project/agent.json": { permission: { bash: { "*": "ask", sandboxed: "allow", "rm *": "deny" } } } }
+      })
+      const outside = yield* agent(box, ["permission", "explain", "bash", "make test"])
+      expect(outside.stdout.split("\n")[0]).toBe("ask  (agent build)")
+      const inside = yield* agent(box, ["permission", "explain", "bash", "make test", "--sandboxed"])
+      expect(inside.code, inside.stderr).toBe(0)
+      expect(inside.stdout.split("\n")[0]).toBe("allow  (agent build, in the sandbox)")
+      expect(inside.stdout).toContain("permission.bash.sandboxed")
+      const rm = yield* agent(box, ["permission", "explain", "bash", "rm -rf x", "--sandboxed"])
+      expect(rm.stdout.split("\n")[0]).toBe("deny  (agent build, in the sandbox)")
+      const escape = yield* agent(box, ["permission", "explain", "sandbox_escape", "npm install"])
+      expect(escape.stdout.split("\n")[0]).toBe("ask  (agent build)")
+    }))
 })
