@@ -7,6 +7,7 @@ import { mcp } from "./McpCommand.js"
 import { models } from "./ModelsCommand.js"
 import { permission } from "./PermissionCommand.js"
 import { runCommand } from "./RunCommand.js"
+import { sandbox } from "./SandboxCommand.js"
 import { serveCommand } from "./ServeCommand.js"
 import { session } from "./SessionCommand.js"
 import { VERSION } from "./Version.js"
@@ -17,7 +18,7 @@ export const agent = Command.make("agent").pipe(
     "An AI coding agent runtime. Exit codes: 0 done, 1 runtime error, 2 usage or configuration error, " +
       "3 stopped by a permission rejection, 4 a limit was hit (steps, time, stall, budget), 130 interrupted."
   ),
-  Command.withSubcommands([runCommand, serveCommand, session, agentCommand, permission, models, mcp, debug, completion])
+  Command.withSubcommands([runCommand, serveCommand, session, agentCommand, permission, models, mcp, sandbox, debug, completion])
 )
 
 export const run = Command.run(agent, { name: "agent", version: VERSION })

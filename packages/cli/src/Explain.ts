@@ -64,12 +64,21 @@ const STRICTNESS: Readonly<Record<PermissionAction, number>> = { allow: 0, ask: 
  * strictest rule that could apply), then the project's stored approvals; the first deny, else
  * the first ask, decides.
  */
-export const decide = (input: { readonly permission: string; readonly pattern: string; readonly agent: Option.Option<string> }) =>
+export const decide = (input: {
+  readonly permission: string
+  readonly pattern: string
+  readonly agent: Option.Option<string>
+  readonly sandboxed?: boolean
+}) =>
   Effect.gen(function*() {
     const registry = yield* AgentRegistry
-    const policy = yield* PermissionPolicy
+    const found = yield* PermissionPolicy
     const instance = yield* Instance
-    const chosen = Option.isSome(input.agent) ? yield* registry.get(input.agent.value) : yield* registry.defaultAgent()
+    const agent = Option.isSome(input.agent) ? yield* registry.get(input.agent.value) : yield* registry.defaultAgent()
+    // As PermissionService.ask sees a sandboxed call: the `sandboxed` pattern matches it (and nothing else).
+    const sandboxed = input.sandboxed === true
+    const chosen = { name: agent.name, permission: Permission.forSandbox(agent.permission, sandboxed) }
+    const policy = { rules: Permission.forSandbox(found.rules, sandboxed) }
     const permission = Permission.permissionOfTool(input.permission)
     const approvals = yield* (yield* ApprovalStore).load(instance.projectID)
     const { opaque, patterns } = yield* patternsOf(permission, input.pattern)
@@ -107,7 +116,7 @@ export const explain = (input: ExplainInput) =>
   Effect.gen(function*() {
     const decision = yield* decide(input)
     if (input.format === "json") return yield* Console.log(JSON.stringify(decision, null, 2))
-    const lines = [`${decision.action}  (agent ${decision.agent})`]
+    const lines = [`${decision.action}  (agent ${decision.agent}${input.sandboxed ? ", in the sandbox" : ""})`]
     if (decision.permission !== input.permission) lines.push(`the ${input.permission} tool asks for the ${decision.permission} permission`)
     if (decision.checks) {
       lines.push("the command is checked as:")

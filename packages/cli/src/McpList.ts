@@ -3,12 +3,17 @@ import { Bus } from "@agent/core/Bus"
 import { ConfigService } from "@agent/core/ConfigService"
 import { Instance } from "@agent/core/Instance"
 import { Mcp } from "@agent/core/Mcp"
+import { Sandbox } from "@agent/core/Sandbox"
 import type { McpConfig } from "@agent/domain"
 import { Console, Effect, Layer } from "effect"
 import { table } from "./Format.js"
 
-/** The MCP servers of the configuration, connecting in the background. */
-const servers = Mcp.layer.pipe(Layer.provideMerge(Layer.mergeAll(ConfigService.layer, Bus.layer)), Layer.provideMerge(Instance.layer))
+/** The MCP servers of the configuration, connecting in the background (in the sandbox, those configured so). */
+const servers = Mcp.layer.pipe(
+  Layer.provideMerge(Sandbox.layer),
+  Layer.provideMerge(Layer.mergeAll(ConfigService.layer, Bus.layer)),
+  Layer.provideMerge(Instance.layer)
+)
 
 const typeOf = (config: McpConfig) => ("type" in config ? config.type : "-")
 

@@ -8,6 +8,9 @@ export const explainConfig = {
   permission: Args.text({ name: "permission" }).pipe(Args.withDescription("e.g. bash, edit, read, webfetch (a tool name works too)")),
   pattern: Args.text({ name: "pattern" }).pipe(Args.withDescription('e.g. "git push origin main" or a path')),
   agent: Options.text("agent").pipe(Options.withDescription("agent whose rules apply (default: the default agent)"), Options.optional),
+  sandboxed: Options.boolean("sandboxed").pipe(
+    Options.withDescription("decide as for a call that runs in the OS sandbox (rules with the pattern \"sandboxed\" apply)")
+  ),
   format
 }
 

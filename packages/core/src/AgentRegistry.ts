@@ -26,6 +26,8 @@ export const defaultRules = (instance: InstanceInfo): PermissionRuleset =>
     {
       "*": "allow",
       doom_loop: "ask",
+      // Leaving the OS sandbox is asked of a person unless a rule says otherwise (docs/sandbox.md).
+      sandbox_escape: "ask",
       external_directory: {
         "*": "ask",
         [toolOutputGlob(instance)]: "allow",
@@ -188,6 +190,7 @@ export const makeAgentRegistry = (
         ),
         options: {},
         ...(config.limits ? { limits: config.limits } : {}),
+        ...(config.sandbox ? { sandbox: config.sandbox } : {}),
         ...(builtIn.description ? { description: builtIn.description } : {}),
         ...(builtIn.hidden ? { hidden: true } : {}),
         ...(builtIn.prompt ? { prompt: builtIn.prompt } : {}),
@@ -209,7 +212,8 @@ export const makeAgentRegistry = (
         native: false,
         permission: Permission.merge(defaults, user),
         options: {},
-        ...(config.limits ? { limits: config.limits } : {})
+        ...(config.limits ? { limits: config.limits } : {}),
+        ...(config.sandbox ? { sandbox: config.sandbox } : {})
       })
     const model = entry.model === undefined ? undefined : parseModelRef(entry.model)
     const source = info.origin(["agent", name])?.file
@@ -237,6 +241,7 @@ export const makeAgentRegistry = (
         ...(entry.hidden !== undefined ? { hidden: entry.hidden } : {}),
         ...((entry.steps ?? entry.maxSteps) !== undefined ? { steps: (entry.steps ?? entry.maxSteps)! } : {}),
         ...(entry.limits ? { limits: { ...base.limits, ...entry.limits } } : {}),
+        ...(entry.sandbox ? { sandbox: { ...base.sandbox, ...entry.sandbox } } : {}),
         ...(source ? { source } : {})
       })
     )

@@ -16,6 +16,7 @@ import { LLMService } from "./LLMService.js"
 import { Mcp } from "./Mcp.js"
 import { PermissionService } from "./PermissionService.js"
 import { ProviderRegistry } from "./ProviderRegistry.js"
+import { Sandbox } from "./Sandbox.js"
 import { SessionLoop } from "./SessionLoop.js"
 import { QuestionService } from "./QuestionService.js"
 import { SessionChanges } from "./SessionChanges.js"
@@ -43,6 +44,8 @@ export interface AppLayerOptions<PolicyError = never> {
   readonly snapshot?: Layer.Layer<Snapshot, never, Instance | ConfigService | SqlClient.SqlClient | Bus>
   /** Tools offered besides the built-in ones. */
   readonly tools?: ReadonlyArray<AnyTool>
+  /** Where the agent's processes run (default: `Sandbox.layer`, bubblewrap on Linux); a container or remote backend goes here. */
+  readonly sandbox?: Layer.Layer<Sandbox, never, Instance | Bus>
 }
 
 export type AppServices =
@@ -50,6 +53,7 @@ export type AppServices =
   | ConfigService
   | SqlClient.SqlClient
   | Bus
+  | Sandbox
   | ApprovalStore
   | PermissionPolicy
   | AgentRegistry
@@ -81,6 +85,7 @@ export const makeAppLayer = <PolicyError = never>(
   const configured = Layer.mergeAll(ConfigService.layer, options.database ?? Database.layer, Bus.layer).pipe(
     Layer.provideMerge(instance)
   )
+  const sandboxed = (options.sandbox ?? Sandbox.layer).pipe(Layer.provideMerge(configured))
   const services = Layer.mergeAll(
     options.approvals ?? ApprovalStore.layerSql,
     options.policy ?? PermissionPolicy.layer,
@@ -94,7 +99,7 @@ export const makeAppLayer = <PolicyError = never>(
     QuestionService.layer,
     Mcp.layer,
     options.snapshot ?? Snapshot.layer
-  ).pipe(Layer.provideMerge(configured))
+  ).pipe(Layer.provideMerge(sandboxed))
   const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))

@@ -17,6 +17,7 @@ import * as Identifier from "./Identifier.js"
 import { Instance } from "./Instance.js"
 import { Mcp, type McpPrompt } from "./Mcp.js"
 import * as Prompts from "./Prompts.js"
+import { Sandbox } from "./Sandbox.js"
 import { type LoopError, type PromptPartInput, type RunOutcome, SessionLoop } from "./SessionLoop.js"
 
 /** What running a command needs besides the session. */
@@ -90,7 +91,7 @@ export class CommandRegistry extends Context.Tag("@agent/core/CommandRegistry")<
   static readonly layer: Layer.Layer<
     CommandRegistry,
     never,
-    ConfigService | Instance | AgentRegistry | Mcp | Bus | SessionLoop
+    ConfigService | Instance | AgentRegistry | Mcp | Bus | SessionLoop | Sandbox
   > = Layer.effect(CommandRegistry, make())
 }
 
@@ -124,6 +125,7 @@ function make() {
     const mcp = yield* Mcp
     const bus = yield* Bus
     const loop = yield* SessionLoop
+    const sandbox = yield* Sandbox
 
     const configured = new Map<string, CommandInfo>()
     for (const command of builtIns()) configured.set(command.name, command)
@@ -230,6 +232,12 @@ function make() {
       const template = command.template ?? ""
       const raw = input.arguments ?? ""
 
+      const commandAgent = command.agent === undefined ? undefined : yield* agents.get(command.agent)
+      const agentName = command.agent ?? input.agent
+      const agent = agentName === undefined ? yield* agents.defaultAgent().pipe(Effect.orDie) : yield* agents.get(agentName)
+      // `` !`command` `` runs in the sandbox of the agent the command runs as.
+      const where = { sandbox, plan: yield* sandbox.plan(agent.sandbox) }
+
       // Arguments go into each piece; shell pieces run in order (one may depend on another).
       const fill = CommandTemplate.argumentFill(template, raw)
       const pieces = CommandTemplate.segments(template)
@@ -244,7 +252,7 @@ function make() {
           const shell = CommandTemplate.fillArguments(piece.command, fill)
           const refusal = input.mayRun && shell !== piece.command ? yield* input.mayRun(shell) : undefined
           if (refusal) return yield* new CommandError({ command: command.name, detail: refusal, forbidden: true })
-          text += yield* CommandTemplate.runShell(instance, shell, shellTimeout)
+          text += yield* CommandTemplate.runShell(instance, shell, shellTimeout, where)
           typed += " "
         }
       }
@@ -256,9 +264,6 @@ function make() {
       text = text.trim()
       if (!text) return yield* new CommandError({ command: command.name, detail: "the template expanded to an empty message" })
 
-      const commandAgent = command.agent === undefined ? undefined : yield* agents.get(command.agent)
-      const agentName = command.agent ?? input.agent
-      const agent = agentName === undefined ? yield* agents.defaultAgent().pipe(Effect.orDie) : yield* agents.get(agentName)
       const commandModel = command.model === undefined ? undefined : yield* parseModel(command.name, command.model, "its model")
       const inputModel = input.model === undefined
         ? undefined

@@ -4,12 +4,13 @@
  * the effects (running shells, reading files), so each rule can be tested on its own.
  */
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { attachmentMime, MAX_ATTACHMENT_BYTES } from "./Attachment.js"
 import type { InstanceInfo } from "./Instance.js"
+import type { SandboxPlan, SandboxShape } from "./Sandbox.js"
+import { exec, type ExecResult } from "./sandbox/Exec.js"
 import { shellFor } from "./tools/Bash.js"
 import { looksBinary } from "./tools/Read.js"
 import { MAX_BYTES, MAX_LINES } from "./Truncate.js"
@@ -100,73 +101,61 @@ export const shellTimeout = (instance: InstanceInfo): number => {
   return Number.isInteger(value) && value > 0 ? value : DEFAULT_SHELL_TIMEOUT_MS
 }
 
-const killGroup = (pid: number | undefined, signal: NodeJS.Signals) => {
-  if (pid === undefined) return
-  try {
-    process.kill(-pid, signal)
-  } catch {
-    // Already gone.
-  }
+/** Where a `` !`command` `` runs: the sandbox of the command's agent. */
+export interface ShellSandbox {
+  readonly sandbox: SandboxShape
+  readonly plan: SandboxPlan
+}
+
+const envOf = (instance: InstanceInfo): Record<string, string> =>
+  Object.fromEntries(Object.entries(instance.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
+
+/** What the message gets from one run: stdout, or why there is none. */
+const describeRun = (command: string, timeoutMs: number, result: ExecResult): string => {
+  if (result.error !== undefined) return `[could not run \`${command}\`: ${result.error}]`
+  const output = result.stdout.replace(/\n+$/, "") + (result.cut ? `\n[output cut at ${MAX_BYTES} bytes]` : "")
+  if (result.timedOut) return `${output}${output ? "\n" : ""}[\`${command}\` did not finish within ${timeoutMs} ms and was stopped]`
+  if (result.code === 0) return output
+  const why = result.code === null ? `was killed by ${result.signal}` : `exited with code ${result.code}`
+  const detail = result.stderr.trim()
+  return `${output}${output ? "\n" : ""}[\`${command}\` ${why}${detail ? `: ${detail}` : ""}]`
 }
 
 /**
  * Runs `command` with the user's shell in the project directory and answers with what it
- * printed. A failure, a timeout or a shell that cannot start is reported in the text, where
- * the user and the model will see it, instead of failing the command.
+ * printed, in the agent's sandbox when one is given. A failure, a timeout, a shell that cannot
+ * start, a sandbox that is required and cannot be set up, and what the sandbox blocked are
+ * reported in the text, where the user and the model will see them, instead of failing the command.
  */
-export const runShell = (instance: InstanceInfo, command: string, timeoutMs: number): Effect.Effect<string> =>
-  Effect.async<string>((resume) => {
-    const env = Object.fromEntries(
-      Object.entries(instance.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
-    )
-    let stdout = ""
-    let stderr = ""
-    let cut = false
-    let timedOut = false
-    const keep = (chunk: string, current: string) => {
-      if (current.length >= MAX_BYTES) {
-        cut = true
-        return current
-      }
-      const next = current + chunk
-      if (next.length > MAX_BYTES) cut = true
-      return next.slice(0, MAX_BYTES)
+export const runShell = (
+  instance: InstanceInfo,
+  command: string,
+  timeoutMs: number,
+  where?: ShellSandbox
+): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    const argv = [shellFor(instance), "-c", command] as const
+    const options = { cwd: instance.directory, timeoutMs, maxBytes: MAX_BYTES }
+    if (where === undefined) {
+      return describeRun(command, timeoutMs, yield* exec({ file: argv[0], args: argv.slice(1), env: envOf(instance) }, options))
     }
-    const child = spawn(shellFor(instance), ["-c", command], {
+    const prepared = yield* Effect.either(where.sandbox.prepare({
+      plan: where.plan,
+      argv,
       cwd: instance.directory,
-      env,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    child.stdout.setEncoding("utf8")
-    child.stderr.setEncoding("utf8")
-    child.stdout.on("data", (chunk: string) => (stdout = keep(chunk, stdout)))
-    child.stderr.on("data", (chunk: string) => (stderr = keep(chunk, stderr)))
-    const timer = setTimeout(() => {
-      timedOut = true
-      killGroup(child.pid, "SIGKILL")
-    }, timeoutMs)
-    child.once("error", (error) => {
-      clearTimeout(timer)
-      resume(Effect.succeed(`[could not run \`${command}\`: ${error.message}]`))
-    })
-    child.once("close", (code, signal) => {
-      clearTimeout(timer)
-      const output = stdout.replace(/\n+$/, "") + (cut ? `\n[output cut at ${MAX_BYTES} bytes]` : "")
-      if (timedOut) {
-        resume(Effect.succeed(`${output}${output ? "\n" : ""}[\`${command}\` did not finish within ${timeoutMs} ms and was stopped]`))
-      } else if (code !== 0) {
-        const why = code === null ? `was killed by ${signal}` : `exited with code ${code}`
-        const detail = stderr.trim()
-        resume(Effect.succeed(`${output}${output ? "\n" : ""}[\`${command}\` ${why}${detail ? `: ${detail}` : ""}]`))
-      } else {
-        resume(Effect.succeed(output))
-      }
-    })
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      killGroup(child.pid, "SIGKILL")
-    })
+      env: envOf(instance),
+      // The output is awaited anyway: background jobs end with the command.
+      keeper: "exec",
+      tool: "command"
+    }))
+    if (prepared._tag === "Left") return `[could not run \`${command}\`: ${prepared.left.message}]`
+    const launch = prepared.right
+    const result = yield* exec(launch, options).pipe(Effect.ensuring(launch.release))
+    const blocked = launch.sandboxed ? yield* launch.blocked(`${result.stdout}\n${result.stderr}`) : []
+    const text = describeRun(command, timeoutMs, result)
+    if (blocked.length === 0) return text
+    const what = blocked.map((entry) => entry.kind === "write" ? `writing to ${entry.target}` : `a connection to ${entry.target}`)
+    return `${text}${text ? "\n" : ""}[the sandbox blocked ${what.join(", ")}]`
   })
 
 // --- file inclusion --------------------------------------------------------------------------

@@ -1,9 +1,9 @@
-import type { McpConfig, McpServerStatus } from "@agent/domain"
+import type { McpConfig, McpServerStatus, SandboxConfig } from "@agent/domain"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { ContentBlock, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Queue, Ref, Runtime, Schema, Scope } from "effect"
+import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Option, Queue, Ref, Runtime, Schema, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Bus } from "./Bus.js"
@@ -12,6 +12,7 @@ import { Instance } from "./Instance.js"
 import { ChildProcessTransport, SkippedLineError, type StdioSpec } from "./mcp/ChildProcessTransport.js"
 import * as McpOAuth from "./McpOAuth.js"
 import * as McpSdkLoader from "./McpSdkLoader.js"
+import { Sandbox, type SandboxShape } from "./Sandbox.js"
 import { McpAuthError } from "./McpOAuth.js"
 import type * as Tool from "./Tool.js"
 import { ToolExecutionError } from "./Tool.js"
@@ -138,8 +139,11 @@ export class Mcp extends Context.Tag("@agent/core/Mcp")<
       const config = yield* (yield* ConfigService).get()
       const instance = yield* Instance
       const bus = yield* Bus
+      // Only servers configured with `sandbox` use it; a composition without one refuses to start those.
+      const sandbox = yield* Effect.serviceOption(Sandbox)
       return yield* makeService({
         servers: config.mcp ?? {},
+        ...(Option.isSome(sandbox) ? { sandbox: { service: sandbox.value, defaults: config.sandbox } } : {}),
         ...(config.experimental?.mcp_timeout === undefined ? {} : { callTimeout: config.experimental.mcp_timeout }),
         credentials: McpOAuth.credentialsFile(instance.paths.data),
         instance,
@@ -154,6 +158,8 @@ export class Mcp extends Context.Tag("@agent/core/Mcp")<
 
 interface LocalSpec extends StdioSpec {
   readonly type: "local"
+  /** Run in the sandbox: `true` (the top-level settings) or the server's own keys over them. */
+  readonly sandbox?: true | SandboxConfig
 }
 
 interface RemoteSpec {
@@ -238,6 +244,8 @@ interface ServiceOptions {
   readonly credentials: string
   readonly instance: Instance["Type"]
   readonly bus: Bus["Type"]
+  /** Where servers configured with `sandbox` run, and the top-level `sandbox` keys. */
+  readonly sandbox?: { readonly service: SandboxShape; readonly defaults: SandboxConfig | undefined }
 }
 
 const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never, Scope.Scope> =>
@@ -399,6 +407,27 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
       return client
     }
 
+    /** The spec that starts a server configured with `sandbox` in the sandbox; freed with the connection's scope. */
+    const sandboxed = (name: string, spec: LocalSpec) =>
+      Effect.gen(function*() {
+        if (spec.sandbox === undefined) return spec
+        const where = options.sandbox
+        if (where === undefined) {
+          return yield* new ConnectFailure({ reason: "it is configured to run in the sandbox, and this command has no sandbox", auth: false, final: true })
+        }
+        const config = spec.sandbox === true ? where.defaults : { ...where.defaults, ...spec.sandbox }
+        const launch = yield* where.service.prepare({
+          plan: yield* where.service.plan(config),
+          argv: [spec.command, ...spec.args],
+          cwd: spec.cwd,
+          env: spec.env,
+          keeper: "exec",
+          tool: `mcp:${name}`
+        }).pipe(Effect.mapError((error) => new ConnectFailure({ reason: error.message, auth: false, final: true })))
+        yield* Effect.addFinalizer(() => launch.release)
+        return { ...spec, command: launch.file, args: launch.args, env: { ...launch.env } } satisfies LocalSpec
+      })
+
     /** One connection, from handshake to close; returns why it closed. */
     const session = (entry: ServerEntry, spec: LocalSpec | RemoteSpec) =>
       Effect.gen(function*() {
@@ -407,7 +436,7 @@ const makeService = (options: ServiceOptions): Effect.Effect<Mcp["Type"], never,
         const warn = (text: string) => void fork(Effect.logWarning(`MCP server ${entry.name}: ${text}`))
         yield* McpSdkLoader.load
         const opened = spec.type === "local"
-          ? yield* connectLocal(spec, entry.timeout, makeClient(changes, warn))
+          ? yield* connectLocal(yield* sandboxed(entry.name, spec), entry.timeout, makeClient(changes, warn))
           : yield* connectRemote(entry.name, spec, entry.timeout, makeClient(changes, warn), options.credentials)
         const { client } = opened
         const closed = yield* Deferred.make<string>()
@@ -881,7 +910,8 @@ const specOf = (config: McpConfig, instance: Instance["Type"]): LocalSpec | Remo
     command,
     args,
     cwd: config.cwd === undefined ? instance.directory : path.resolve(instance.directory, config.cwd),
-    env
+    env,
+    ...(config.sandbox === undefined || config.sandbox === false ? {} : { sandbox: config.sandbox })
   }
 }
 

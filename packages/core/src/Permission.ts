@@ -140,6 +140,21 @@ export const evaluate = (
   ...rulesets: ReadonlyArray<PermissionRuleset>
 ): PermissionRule => findLast(permission, pattern, rulesets) ?? { permission, pattern: "*", action: "ask" }
 
+/** The pattern that matches every call running in the OS sandbox, and none outside it. */
+export const SANDBOXED = "sandboxed"
+
+/**
+ * The rules as they apply to one call: a rule whose pattern is `sandboxed` matches every
+ * pattern of a call that runs in the sandbox (as `*` would, at its place in the order, so later
+ * rules still override it) and nothing of a call that does not. `{"*": "ask", "sandboxed":
+ * "allow", "rm *": "deny"}` runs sandboxed commands without asking, asks for unsandboxed ones,
+ * and denies `rm` everywhere. The same array comes back when no rule names `sandboxed`.
+ */
+export const forSandbox = (ruleset: PermissionRuleset, sandboxed: boolean): PermissionRuleset => {
+  if (!ruleset.some((rule) => rule.pattern === SANDBOXED)) return ruleset
+  return ruleset.flatMap((rule) => rule.pattern !== SANDBOXED ? [rule] : sandboxed ? [{ ...rule, pattern: "*" }] : [])
+}
+
 /** A pattern that names everything (`*`): it says nothing about any command in particular. */
 const isCatchAll = (pattern: string) => /^\*+$/.test(pattern)
 /** Only wildcards and spaces (`* *`): matching it is not naming the command on purpose. */

@@ -37,6 +37,10 @@ export interface AskInput {
   readonly tool?: PermissionToolRef
   /** The agent's rules followed by the session's rules. */
   readonly ruleset: PermissionRuleset
+  /** The call runs in the OS sandbox: rules with the pattern `sandboxed` match it (`Permission.forSandbox`). */
+  readonly sandboxed?: boolean
+  /** An ask for this call is for a person only, and why (leaving the sandbox). */
+  readonly requiresPerson?: string
 }
 
 export interface ReplyInput {
@@ -109,23 +113,26 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             yield* Deferred.complete(entry.deferred, result)
           })
 
-        const ask = Effect.fn("PermissionService.ask")(function*(input: AskInput) {
+        const ask = Effect.fn("PermissionService.ask")(function*(asked: AskInput) {
+          const sandboxed = asked.sandboxed === true
+          const policyRules = Permission.forSandbox(policy.rules, sandboxed)
+          const input = { ...asked, ruleset: Permission.forSandbox(asked.ruleset, sandboxed) }
           let needsAsk = false
-          let requiresPerson: string | undefined
+          let requiresPerson: string | undefined = input.requiresPerson
           let decidingRule: PermissionRule | undefined
           const approvals = yield* Ref.get(approved)
           const unreadable = new Map((input.opaque ?? []).map((entry) => [entry.pattern, entry.reason]))
           for (const pattern of input.patterns) {
             const reason = unreadable.get(pattern)
             const rule = reason === undefined
-              ? Permission.evaluate(input.permission, pattern, input.ruleset, policy.rules)
-              : Permission.evaluateOpaque(input.permission, pattern, input.ruleset, policy.rules)
+              ? Permission.evaluate(input.permission, pattern, input.ruleset, policyRules)
+              : Permission.evaluateOpaque(input.permission, pattern, input.ruleset, policyRules)
             if (rule.action === "deny") {
               yield* audit(input, "deny", { rule })
               return yield* new DeniedError({
                 permission: input.permission,
                 pattern,
-                rules: Permission.strip(relevantRules(input.permission, input.ruleset)),
+                rules: Permission.strip(relevantRules(input.permission, asked.ruleset)),
                 ...(reason === undefined ? {} : { unreadable: reason })
               })
             }
@@ -134,7 +141,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
               continue
             }
             // A stored "always" answers a question from the user's own rules, not one the policy insists on.
-            if (policy.rules.includes(rule)) {
+            if (policyRules.includes(rule)) {
               needsAsk = true
               requiresPerson ??= "the enterprise policy asks a person to approve it"
               continue

@@ -1194,6 +1194,8 @@ function make() {
                     patterns: request.patterns,
                     always: request.always,
                     ...(request.opaque ? { opaque: request.opaque } : {}),
+                    ...(request.sandboxed ? { sandboxed: true } : {}),
+                    ...(request.requiresPerson ? { requiresPerson: request.requiresPerson } : {}),
                     ruleset,
                     tool: { messageID: info.id, callID },
                     ...(request.metadata ? { metadata: request.metadata } : {})

@@ -16,6 +16,10 @@ export interface ToolContext {
     readonly always: ReadonlyArray<string>
     /** Patterns the rules cannot read, with why (see `PermissionService.AskInput.opaque`). */
     readonly opaque?: ReadonlyArray<{ readonly pattern: string; readonly reason: string }>
+    /** The call runs in the OS sandbox: rules with the pattern `sandboxed` apply (see `Permission.forSandbox`). */
+    readonly sandboxed?: boolean
+    /** Only a person may answer this ask, and why (`--auto-approve` leaves it alone). */
+    readonly requiresPerson?: string
     readonly metadata?: Record<string, unknown>
   }) => Effect.Effect<void, DeniedError | RejectedError | CorrectedError>
   /**

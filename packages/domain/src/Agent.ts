@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { PermissionRuleset } from "./Permission.js"
+import { SandboxConfig } from "./Sandbox.js"
 
 export const AgentMode = Schema.Literal("subagent", "primary", "all")
 export type AgentMode = typeof AgentMode.Type
@@ -41,6 +42,8 @@ export class Agent extends Schema.Class<Agent>("Agent")({
       cost: Schema.optional(Schema.Number)
     })
   ),
+  /** The configured sandbox keys: the top-level `sandbox`, then `agent.<name>.sandbox` over it. */
+  sandbox: Schema.optional(SandboxConfig),
   /** The file that defined or last changed this agent, when it came from configuration. */
   source: Schema.optional(Schema.String)
 }) {}

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { AgentMode, parseModelRef } from "./Agent.js"
 import { PermissionConfig } from "./Permission.js"
+import { SandboxConfig } from "./Sandbox.js"
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
@@ -54,7 +55,9 @@ export const AgentConfig = Schema.Struct({
   /** Deprecated alias of `steps`. */
   maxSteps: Schema.optional(PositiveInt),
   permission: Schema.optional(PermissionConfig),
-  limits: Schema.optional(RunLimits)
+  limits: Schema.optional(RunLimits),
+  /** This agent's sandbox keys, over the top-level `sandbox` (docs/sandbox.md). */
+  sandbox: Schema.optional(SandboxConfig)
 })
 export type AgentConfig = typeof AgentConfig.Type
 
@@ -67,7 +70,9 @@ export const McpLocalConfig = Schema.Struct({
   environment: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   enabled: Schema.optional(Schema.Boolean),
   timeout: Schema.optional(PositiveInt),
-  cwd: Schema.optional(Schema.String)
+  cwd: Schema.optional(Schema.String),
+  /** Run the server in the sandbox: `true` (the top-level settings) or its own (docs/sandbox.md). Default: not. */
+  sandbox: Schema.optional(Schema.Union(Schema.Boolean, SandboxConfig))
 })
 
 export const McpOAuthConfig = Schema.Struct({
@@ -285,7 +290,9 @@ export const Config = Schema.Struct({
   share: Schema.optional(Schema.Literal("manual", "auto", "disabled")),
   /** Record the project's files at every step, for undo and session diffs (default true). */
   snapshot: Schema.optional(Schema.Boolean),
-  snapshot_store: Schema.optional(SnapshotStoreConfig)
+  snapshot_store: Schema.optional(SnapshotStoreConfig),
+  /** The OS sandbox of the processes the agent starts (docs/sandbox.md). */
+  sandbox: Schema.optional(SandboxConfig)
 })
 export type Config = typeof Config.Type
 

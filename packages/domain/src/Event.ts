@@ -105,6 +105,17 @@ export const McpStatusChanged = event("mcp.status", { server: Schema.String, sta
 export const FileEdited = event("file.edited", { file: Schema.String })
 /** Snapshots (undo, session diffs) were turned off for a project, and why (this runtime's addition). */
 export const SnapshotDisabled = event("snapshot.disabled", { directory: Schema.String, reason: Schema.String })
+/**
+ * A sandboxed command tried to write where it may not, or to reach a host it may not (this
+ * runtime's addition). `target` is the path or `host:port`; `tool` is the tool that ran it.
+ */
+export const SandboxBlocked = event("sandbox.blocked", {
+  sessionID: Schema.optional(SessionID),
+  callID: Schema.optional(Schema.String),
+  tool: Schema.String,
+  kind: Schema.Literal("write", "network"),
+  target: Schema.String
+})
 export const CommandExecuted = event("command.executed", {
   name: Schema.String,
   sessionID: SessionID,
@@ -158,6 +169,7 @@ export const BusEvent = Schema.Union(
   McpStatusChanged,
   FileEdited,
   SnapshotDisabled,
+  SandboxBlocked,
   CommandExecuted,
   PromptFinished
 )

@@ -1,4 +1,4 @@
-import { ApprovalStore, Database, Instance, makeAppLayer, type PermissionPolicy, type Tool } from "@agent/core"
+import { ApprovalStore, type Bus, Database, Instance, makeAppLayer, type PermissionPolicy, type Sandbox, type Tool } from "@agent/core"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Effect, Layer } from "effect"
 import * as FakeLLM from "./FakeLLM.js"
@@ -13,6 +13,8 @@ export interface TestRuntimeOptions extends TestInstance.TestInstanceOptions {
   readonly fakeOptions?: Parameters<typeof FakeLLM.layer>[2]
   readonly tools?: ReadonlyArray<Tool.AnyTool>
   readonly policy?: Layer.Layer<PermissionPolicy>
+  /** The sandbox backend (default: `Sandbox.layer`, as the CLI has it); given the sandbox dir, e.g. for its temp dirs. */
+  readonly sandbox?: (box: TestInstance.Sandbox) => Layer.Layer<Sandbox, never, Instance | Bus>
   /** Keep the database in a file in the sandbox (default: in memory). */
   readonly fileDatabase?: boolean
   /**
@@ -46,7 +48,8 @@ export const make = (options: TestRuntimeOptions) =>
       ),
       ...(options.fileDatabase ? {} : { database: Database.layerMemory, approvals: ApprovalStore.layerSql }),
       ...(options.tools ? { tools: options.tools } : {}),
-      ...(options.policy ? { policy: options.policy } : {})
+      ...(options.policy ? { policy: options.policy } : {}),
+      ...(options.sandbox ? { sandbox: options.sandbox(box) } : {})
     })
     return { box, layer }
   })

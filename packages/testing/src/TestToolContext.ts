@@ -1,5 +1,5 @@
 import { Identifier, Permission, type Tool } from "@agent/core"
-import { Agent, DeniedError, type MessageID, type PermissionConfig, type SessionID } from "@agent/domain"
+import { Agent, DeniedError, type MessageID, type PermissionConfig, type SandboxConfig, type SessionID } from "@agent/domain"
 import { Effect } from "effect"
 
 export type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
@@ -12,6 +12,8 @@ export interface TestToolContextOptions {
   readonly sessionID?: string
   /** Runs inside each ask, e.g. to look at the disk while the "user" is deciding. */
   readonly onAsk?: (request: AskRequest) => Effect.Effect<void>
+  /** The agent's `sandbox` config (default: none, so the sandbox's defaults). */
+  readonly sandbox?: SandboxConfig
 }
 
 /**
@@ -30,17 +32,25 @@ export const make = (options: TestToolContextOptions = {}) => {
     sessionID: (options.sessionID ?? Identifier.descending("session")) as SessionID,
     messageID: Identifier.ascending("message") as MessageID,
     callID: "call_test",
-    agent: new Agent({ name: "build", mode: "primary", native: true, permission: [], options: {} }),
+    agent: new Agent({
+      name: "build",
+      mode: "primary",
+      native: true,
+      permission: [],
+      options: {},
+      ...(options.sandbox ? { sandbox: options.sandbox } : {})
+    }),
     abort: controller.signal,
     ask: (request) =>
       Effect.gen(function*() {
         asks.push(request)
         if (options.onAsk) yield* options.onAsk(request)
         const unreadable = new Map((request.opaque ?? []).map((entry) => [entry.pattern, entry.reason]))
+        const rules = Permission.forSandbox(ruleset, request.sandboxed === true)
         const decide = (pattern: string) =>
           unreadable.has(pattern)
-            ? Permission.evaluateOpaque(request.permission, pattern, ruleset)
-            : Permission.evaluate(request.permission, pattern, ruleset)
+            ? Permission.evaluateOpaque(request.permission, pattern, rules)
+            : Permission.evaluate(request.permission, pattern, rules)
         const denied = request.patterns.find((pattern) => decide(pattern).action === "deny")
         if (denied !== undefined) {
           const reason = unreadable.get(denied)

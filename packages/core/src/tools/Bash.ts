@@ -1,3 +1,4 @@
+import type { Agent } from "@agent/domain"
 import { Deferred, Effect, Exit, Fiber, Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -5,6 +6,9 @@ import * as path from "node:path"
 import { Instance } from "../Instance.js"
 import type { InstanceInfo } from "../Instance.js"
 import * as Prompts from "../Prompts.js"
+import { type Launch, Sandbox, SandboxUnavailable } from "../Sandbox.js"
+import { notice } from "../sandbox/Report.js"
+import { describeNetwork, resolveSettings, type SandboxSettings } from "../sandbox/Settings.js"
 import * as Tool from "../Tool.js"
 import { Truncation } from "../Truncate.js"
 import { expandPath, externalDirectories, parseCommand } from "./BashParse.js"
@@ -47,7 +51,14 @@ const Parameters = Schema.Struct({
   description: Schema.String.annotations({
     description:
       "Clear, concise description of what this command does in 5-10 words, e.g. 'Lists files in current directory' or 'Installs package dependencies'"
-  })
+  }),
+  unsandboxed: Schema.optional(
+    Schema.Boolean.annotations({
+      description:
+        "Run this one command outside the sandbox (the user is asked to approve). Only when it needs what the sandbox blocks: " +
+        "network for a package install, writing .git for a commit, writing outside the project."
+    })
+  )
 })
 
 /** The default timeout for `instance`, from `AGENT_BASH_DEFAULT_TIMEOUT_MS` when that is a positive integer. */
@@ -144,6 +155,8 @@ interface Running {
   readonly done: Deferred.Deferred<ShellExit, Error>
   /** When SIGTERM went to the group, so a second termination does not restart the grace period. */
   terminatedAt?: number
+  /** The sandbox came up (always true unsandboxed). */
+  ready: boolean
 }
 
 /**
@@ -163,13 +176,18 @@ const terminate = (running: Running) =>
     yield* waitGroupGone(pgid, 1_000)
   })
 
-const start = (shell: string, command: string, cwd: string, env: NodeJS.ProcessEnv) =>
+const start = (launch: Launch, cwd: string) =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<ShellExit, Error>()
-    return yield* Effect.try({
+    const running = yield* Effect.try({
       try: (): Running => {
         const output = new OutputBuffer()
-        const child = spawn(shell, ["-c", command], { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+        const child = spawn(launch.file, [...launch.args], {
+          cwd,
+          env: launch.env,
+          detached: true,
+          stdio: launch.statusFd ? ["ignore", "pipe", "pipe", "pipe"] : ["ignore", "pipe", "pipe"]
+        })
         child.stdout!.setEncoding("utf8")
         child.stderr!.setEncoding("utf8")
         child.stdout!.on("data", output.append)
@@ -180,29 +198,51 @@ const start = (shell: string, command: string, cwd: string, env: NodeJS.ProcessE
           if (drain) clearTimeout(drain)
           Deferred.unsafeDone(done, exit)
         }
-        child.once("error", (error) => finish(Exit.fail(error)))
-        child.once("exit", (code, signal) => {
-          exited = { code, signal }
+        const shellExited = (exit: ShellExit) => {
+          if (exited !== undefined) return
+          exited = exit
           // Background jobs may keep the pipes open; do not wait for them. The timer's callback
           // runs before the loop's I/O phase, so output already in the pipes (a busy process may
           // not have read it yet) is read first: finish from the check phase that follows.
           drain = setTimeout(() => setImmediate(() => finish(Exit.succeed(exited!))), DRAIN_MS)
-        })
+        }
+        const running: Running = { child, output, done, ready: !launch.statusFd }
+        // The sandbox's keeper says when it is up and when the command's shell has exited; the
+        // sandbox itself lives on while the command's background jobs do.
+        const status = child.stdio[3] as NodeJS.ReadableStream | undefined
+        if (launch.statusFd && status) {
+          let pending = ""
+          status.setEncoding("utf8")
+          status.on("data", (chunk: string) => {
+            pending += chunk
+            for (let newline = pending.indexOf("\n"); newline !== -1; newline = pending.indexOf("\n")) {
+              const line = pending.slice(0, newline)
+              pending = pending.slice(newline + 1)
+              if (line === "r") running.ready = true
+              else if (line.startsWith("e ")) shellExited({ code: Number(line.slice(2)), signal: null })
+            }
+          })
+          status.on("error", () => {})
+        }
+        child.once("error", (error) => finish(Exit.fail(error)))
+        child.once("exit", (code, signal) => shellExited({ code, signal }))
         child.once("close", (code: number | null, signal: NodeJS.Signals | null) =>
           finish(Exit.succeed(exited ?? { code, signal }))
         )
-        return { child, output, done }
+        return running
       },
-      catch: (error) => new Tool.ToolExecutionError({ tool: TOOL, detail: `Could not start ${shell}: ${String(error)}` })
-    })
+      catch: (error) =>
+        new Tool.ToolExecutionError({ tool: TOOL, detail: `Could not start ${launch.file}: ${String(error)}` })
+    }).pipe(Effect.tapError(() => launch.release))
+    yield* launch.started(running.child)
+    return running
   })
 
 /** Stops reading; ends the group unless the shell finished on its own. */
 const release = (running: Running, killGroup: boolean) =>
   Effect.gen(function*() {
     if (killGroup) yield* terminate(running)
-    running.child.stdout?.destroy()
-    running.child.stderr?.destroy()
+    for (const stream of running.child.stdio) stream?.destroy()
   })
 
 type Ending = "exit" | "timeout" | "aborted"
@@ -224,17 +264,42 @@ const timeoutNotice = (ms: number) =>
 
 const abortNotice = "The user aborted the command before it finished; it was stopped."
 
-export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = Effect.gen(function*() {
+/**
+ * What the tool's description says about the sandbox, from the agent's settings alone: probing
+ * the machine would hold up the first step, and a sandbox that turns out not to work says so in
+ * the result of the first command (required) or runs it as before (preferred).
+ */
+export const sandboxText = (settings: SandboxSettings): string => {
+  if (settings.mode === "off") return ""
+  const writes = settings.mode === "read-only"
+    ? "write nothing" + (settings.writable.length > 0 ? ` but ${settings.writable.join(", ")}` : "")
+    : "write only the project directory, the temp dirs ($TMPDIR, /tmp)" +
+      (settings.writable.length > 0 ? `, ${settings.writable.join(", ")}` : "")
+  return `Sandbox: commands run in an OS sandbox (${settings.mode}) where this machine supports one. They can read everything, ${writes}; the project's ` +
+    `.git and agent config (agent.json, opencode.json, .agent/, .opencode/, .claude/, AGENTS.md) are read-only; network: ` +
+    `${describeNetwork(settings.network)}. What the sandbox blocks fails as it would on a read-only disk or without a ` +
+    "network, and the result says the sandbox blocked it. When a command really needs more (a package install that " +
+    "downloads, `git commit`, which writes .git, writing outside the project), call bash again with `unsandboxed: true`: " +
+    "the user is asked to approve running that one command outside the sandbox. Do not try to get around the sandbox otherwise. " +
+    "While a command runs, agent config files that do not exist (agent.json, opencode.json, .agent/, ...) appear as empty " +
+    "read-only directories, so that no command creates them; they are not really there."
+}
+
+export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sandbox> = Effect.gen(function*() {
   const instance = yield* Instance
   const truncation = yield* Truncation
+  const sandbox = yield* Sandbox
   const fallbackTimeout = defaultTimeout(instance)
-  const env: NodeJS.ProcessEnv = Object.fromEntries(
+  const env: Record<string, string> = Object.fromEntries(
     Object.entries(instance.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
   )
 
-  const description = Prompts.read("tool/bash.txt")
+  const template = Prompts.read("tool/bash.txt")
     .replaceAll("{{DEFAULT_TIMEOUT_MS}}", String(fallbackTimeout))
     .replaceAll("{{MAX_TIMEOUT_MS}}", String(MAX_TIMEOUT_MS))
+  const withSandbox = (text: string) => template.replace("{{SANDBOX}}", text).replace(/\n{3,}/g, "\n\n").trim()
+  const description = withSandbox("")
+  const described = new WeakMap<Agent, string>()
 
   const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
 
@@ -242,6 +307,14 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = E
     id: TOOL,
     description,
     parameters: Parameters,
+    describe: (agent) =>
+      Effect.gen(function*() {
+        const known = described.get(agent)
+        if (known !== undefined) return known
+        const text = withSandbox(sandboxText(resolveSettings(agent.sandbox, instance)))
+        described.set(agent, text)
+        return text
+      }),
     execute: (params, ctx) =>
       Effect.gen(function*() {
         if (params.command.trim() === "") return yield* fail("The command is empty. Pass the shell command to run.")
@@ -256,28 +329,61 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = E
         if (!stat.isDirectory()) return yield* fail(`The working directory ${workdir} is not a directory.`)
 
         const parsed = yield* parseCommand(params.command).pipe(Effect.mapError((error) => fail(error.message)))
+        const plan = yield* sandbox.plan(ctx.agent.sandbox)
+        const required = plan.settings.enforce === "required" && plan.unavailable !== undefined
+        // Leaving the sandbox is its own permission, asked only when the command would otherwise be sandboxed (or refused).
+        const escape = params.unsandboxed === true && (plan.active || required)
+        if (required && !escape) return yield* fail(new SandboxUnavailable({ reason: plan.unavailable! }).message)
+        const sandboxed = plan.active && !escape
+
         const directories = yield* Effect.sync(() => externalDirectories(parsed.runs, { instance, workdir, redirects: parsed.redirects }))
         if (directories.length > 0) {
           yield* ctx.ask({
             permission: "external_directory",
             patterns: directories,
             always: directories,
+            ...(sandboxed ? { sandboxed: true } : {}),
             metadata: { command: params.command, directories }
           })
         }
+        const opaque = parsed.opaque.length > 0
+          ? { opaque: parsed.opaque.map((entry) => ({ pattern: entry.text, reason: entry.reason })) }
+          : {}
         if (parsed.patterns.length > 0) {
           yield* ctx.ask({
             permission: TOOL,
             patterns: parsed.patterns,
             always: parsed.always,
-            ...(parsed.opaque.length > 0 ? { opaque: parsed.opaque.map((entry) => ({ pattern: entry.text, reason: entry.reason })) } : {}),
+            ...opaque,
+            ...(sandboxed ? { sandboxed: true } : {}),
             metadata: { command: params.command, description: params.description }
+          })
+        }
+        if (escape) {
+          yield* ctx.ask({
+            permission: "sandbox_escape",
+            patterns: parsed.patterns.length > 0 ? parsed.patterns : [params.command],
+            always: parsed.always.length > 0 ? parsed.always : [params.command],
+            ...opaque,
+            requiresPerson: "the command asks to run outside the sandbox",
+            metadata: { command: params.command, description: params.description, sandbox: plan.settings.mode }
           })
         }
 
         const shell = shellFor(instance)
+        const launch = yield* sandbox.prepare({
+          plan,
+          unsandboxed: escape,
+          argv: [shell, "-c", params.command],
+          cwd: workdir,
+          env,
+          keeper: "wait",
+          tool: TOOL,
+          sessionID: ctx.sessionID,
+          callID: ctx.callID
+        }).pipe(Effect.mapError((error) => fail(error.message)))
         const { ending, exit, text } = yield* Effect.acquireUseRelease(
-          start(shell, params.command, workdir, env),
+          start(launch, workdir),
           (running) =>
             Effect.gen(function*() {
               yield* ctx.metadata({ metadata: { output: "", description: params.description } })
@@ -307,17 +413,25 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = E
               if (outcome !== undefined && outcome._tag === "Left") {
                 return yield* fail(`Could not run the command with ${shell}: ${outcome.left.message}`)
               }
+              if (!running.ready && ending === "exit") {
+                return yield* fail(`The sandbox could not start, so the command did not run: ${running.output.text().trim() || "bubblewrap failed without a message"}`)
+              }
               const exit: ShellExit = outcome?._tag === "Right" ? outcome.right : { code: null, signal: null }
               return { ending, exit, text: running.output.text() }
             }),
           (running, result) =>
-            release(running, !(Exit.isSuccess(result) && result.value.ending === "exit"))
+            release(running, !(Exit.isSuccess(result) && result.value.ending === "exit")).pipe(
+              // The sandbox is gone with the command (no background jobs): free what it held before returning.
+              Effect.zipRight(running.child.exitCode !== null || running.child.signalCode !== null ? launch.release : Effect.void)
+            )
         )
 
+        const blocked = launch.sandboxed ? yield* launch.blocked(text) : []
         const preview = text.length > PREVIEW_CHARS ? text.slice(text.length - PREVIEW_CHARS) : text
         let full = text.length > 0 ? text : "(no output)"
         if (ending === "timeout") full += `\n\n<shell_metadata>\n${timeoutNotice(timeout)}\n</shell_metadata>`
         if (ending === "aborted") full += `\n\n<shell_metadata>\n${abortNotice}\n</shell_metadata>`
+        if (blocked.length > 0) full += `\n\n${notice(blocked, plan.settings)}`
         const cut = yield* truncation.output(full, { direction: "tail" })
 
         return {
@@ -329,6 +443,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation> = E
             exit: exit.code,
             description: params.description,
             output: preview,
+            sandbox: launch.sandboxed ? plan.settings.mode : escape ? "escaped" : plan.settings.mode === "off" ? "off" : "unavailable",
+            ...(blocked.length > 0 ? { blocked } : {}),
             ...(cut.truncated ? { truncated: true } : {}),
             ...(cut.outputPath !== undefined ? { outputPath: cut.outputPath } : {})
           }

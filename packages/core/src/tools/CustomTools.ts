@@ -1,4 +1,4 @@
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, ParseResult, Runtime, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
@@ -6,7 +6,10 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { ConfigService } from "../ConfigService.js"
 import { Instance, type InstanceInfo } from "../Instance.js"
+import { Sandbox, type SandboxShape } from "../Sandbox.js"
+import { exec } from "../sandbox/Exec.js"
 import * as Tool from "../Tool.js"
+import { shellFor } from "./Bash.js"
 
 /**
  * Custom tools: plain JavaScript or TypeScript modules in `tool/` or `tools/` of a config
@@ -23,7 +26,8 @@ import * as Tool from "../Tool.js"
  *     days: { type: "array", items: { type: "integer" }, optional: true }
  *   },
  *   async execute(args, context) {
- *     // context: { sessionID, messageID, agent, directory, worktree, abort }
+ *     // context: { sessionID, messageID, agent, directory, worktree, abort, shell }
+ *     const { stdout } = await context.shell("curl -s wttr.in/" + args.city) // in the agent's sandbox
  *     return `Sunny in ${args.city}` // or { output, title?, metadata? }
  *   }
  * }
@@ -60,6 +64,30 @@ export interface CustomToolContext {
   readonly worktree: string
   /** Fires when the run is aborted. */
   readonly abort: AbortSignal
+  /**
+   * Runs a shell command in the agent's sandbox, as the bash tool would (the project directory by
+   * default, no permission asked: the tool itself was allowed). A tool that starts processes
+   * itself (`child_process`) runs them unsandboxed: the runtime cannot see them.
+   */
+  readonly shell: (command: string, options?: CustomToolShellOptions) => Promise<CustomToolShellResult>
+}
+
+export interface CustomToolShellOptions {
+  /** Absolute, or relative to the project directory. */
+  readonly cwd?: string
+  /** Milliseconds (default 120000). */
+  readonly timeout?: number
+}
+
+export interface CustomToolShellResult {
+  /** `null` when killed by a signal or the timeout. */
+  readonly exitCode: number | null
+  readonly stdout: string
+  readonly stderr: string
+  readonly timedOut: boolean
+  readonly sandboxed: boolean
+  /** What the sandbox blocked: paths, and hosts as `host:port`. */
+  readonly blocked: ReadonlyArray<string>
 }
 
 export type CustomToolResult = string | { readonly output: string; readonly title?: string; readonly metadata?: Record<string, unknown> }
@@ -201,11 +229,56 @@ const structFromSpecs = (
 // ---------------------------------------------------------------------------------------------
 // Adapting a definition to a tool
 
+/** `context.shell`: one command in the agent's sandbox, run to completion. */
+const sandboxedShell = (
+  id: string,
+  instance: InstanceInfo,
+  sandbox: SandboxShape,
+  context: Tool.ToolContext
+) =>
+  Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<never>()
+    const plan = yield* sandbox.plan(context.agent.sandbox)
+    const env = Object.fromEntries(
+      Object.entries(instance.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
+    )
+    return (command: string, options: CustomToolShellOptions = {}): Promise<CustomToolShellResult> =>
+      Runtime.runPromise(runtime)(
+        Effect.gen(function*() {
+          const cwd = path.resolve(instance.directory, options.cwd ?? ".")
+          const launch = yield* sandbox.prepare({
+            plan,
+            argv: [shellFor(instance), "-c", command],
+            cwd,
+            env,
+            keeper: "exec",
+            tool: id,
+            sessionID: context.sessionID,
+            callID: context.callID
+          })
+          const result = yield* exec(launch, { cwd, timeoutMs: options.timeout ?? 120_000, maxBytes: 16 * 1024 * 1024 }).pipe(
+            Effect.ensuring(launch.release)
+          )
+          const blocked = launch.sandboxed ? yield* launch.blocked(`${result.stdout}\n${result.stderr}`) : []
+          if (result.error !== undefined) return yield* Effect.fail(new Error(`could not run the command: ${result.error}`))
+          return {
+            exitCode: result.timedOut ? null : result.code,
+            stdout: result.stdout,
+            stderr: result.stderr,
+            timedOut: result.timedOut,
+            sandboxed: launch.sandboxed,
+            blocked: blocked.map((entry) => entry.target)
+          }
+        }).pipe(Effect.mapError((error) => new Error(error.message)))
+      )
+  })
+
 const toTool = (
   id: string,
   definition: typeof Definition.Type,
   original: unknown,
-  instance: InstanceInfo
+  instance: InstanceInfo,
+  sandbox: SandboxShape
 ): Tool.AnyTool => {
   const fail = (detail: string) => new Tool.ToolExecutionError({ tool: id, detail })
   return Tool.make({
@@ -213,19 +286,21 @@ const toTool = (
     description: definition.description,
     parameters: structFromSpecs(definition.args ?? {}),
     execute: (params, context) =>
-      Effect.tryPromise({
-        try: async (interrupted) =>
-          // Called on the exported object, so `this` works in methods.
-          definition.execute.call(original, params as Record<string, unknown>, {
-            sessionID: context.sessionID,
-            messageID: context.messageID,
-            agent: context.agent.name,
-            directory: instance.directory,
-            worktree: instance.worktree,
-            abort: AbortSignal.any([context.abort, interrupted])
-          }),
-        catch: (error) => fail(error instanceof Error ? error.message : String(error))
-      }).pipe(
+      Effect.flatMap(sandboxedShell(id, instance, sandbox, context), (shell) =>
+        Effect.tryPromise({
+          try: async (interrupted) =>
+            // Called on the exported object, so `this` works in methods.
+            definition.execute.call(original, params as Record<string, unknown>, {
+              sessionID: context.sessionID,
+              messageID: context.messageID,
+              agent: context.agent.name,
+              directory: instance.directory,
+              worktree: instance.worktree,
+              abort: AbortSignal.any([context.abort, interrupted]),
+              shell
+            }),
+          catch: (error) => fail(error instanceof Error ? error.message : String(error))
+        })).pipe(
         Effect.flatMap((result) =>
           Schema.decodeUnknown(ResultSchema)(result).pipe(
             Effect.mapError((error) =>
@@ -350,7 +425,7 @@ const describeError = (error: unknown): string => {
 }
 
 /** The tools of one file, and what was wrong with it. */
-const loadFile = (file: string, instance: InstanceInfo, bases: ReadonlyArray<string>) =>
+const loadFile = (file: string, instance: InstanceInfo, sandbox: SandboxShape, bases: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const base = path.basename(file, path.extname(file))
     const problems: Array<CustomToolProblem> = []
@@ -382,7 +457,7 @@ const loadFile = (file: string, instance: InstanceInfo, bases: ReadonlyArray<str
         continue
       }
       const tool = yield* Effect.try(() => {
-        const built = toTool(id, decoded.right, value, instance)
+        const built = toTool(id, decoded.right, value, instance, sandbox)
         // The model gets the arguments as JSON Schema; a schema that cannot say it is unusable.
         Tool.jsonSchemaOf(built)
         return built
@@ -421,8 +496,9 @@ const sourceFiles = (dir: string): Array<string> => {
 }
 
 /** Every custom tool with the problems found on the way; problems are also logged as warnings. */
-export const scan: Effect.Effect<CustomToolsLoaded, never, Instance | ConfigService> = Effect.gen(function*() {
+export const scan: Effect.Effect<CustomToolsLoaded, never, Instance | ConfigService | Sandbox> = Effect.gen(function*() {
   const instance = yield* Instance
+  const sandbox = yield* Sandbox
   const info = yield* (yield* ConfigService).info()
   const bases = [
     import.meta.url,
@@ -436,7 +512,7 @@ export const scan: Effect.Effect<CustomToolsLoaded, never, Instance | ConfigServ
   for (const dir of info.directories) {
     for (const sub of SUBDIRECTORIES) {
       for (const file of sourceFiles(path.join(dir, sub))) {
-        const loaded = yield* loadFile(file, instance, bases)
+        const loaded = yield* loadFile(file, instance, sandbox, bases)
         for (const tool of loaded.tools) {
           byId.set(tool.id, tool)
           sources.set(tool.id, file)
@@ -454,7 +530,7 @@ export const scan: Effect.Effect<CustomToolsLoaded, never, Instance | ConfigServ
 }).pipe(Effect.withSpan("CustomTools.scan"))
 
 /** The custom tools of the instance's config dirs; broken files are logged and skipped. */
-export const load: Effect.Effect<ReadonlyArray<Tool.AnyTool>, never, Instance | ConfigService> = Effect.map(
+export const load: Effect.Effect<ReadonlyArray<Tool.AnyTool>, never, Instance | ConfigService | Sandbox> = Effect.map(
   scan,
   (loaded) => loaded.tools
 )

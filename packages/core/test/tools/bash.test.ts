@@ -4,8 +4,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { Bus } from "../../src/Bus.js"
 import { ConfigService } from "../../src/ConfigService.js"
 import { PermissionService } from "../../src/PermissionService.js"
+import { Sandbox } from "../../src/Sandbox.js"
+import { which } from "../../src/sandbox/Probe.js"
 import { Instance } from "../../src/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
@@ -15,6 +18,9 @@ import * as ToolModule from "../../src/Tool.js"
 import { ToolExecutionError } from "../../src/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
 import { Truncation } from "../../src/Truncate.js"
+
+/** The sandbox these tests run in: bubblewrap's wherever it is installed, and always in CI. */
+const SANDBOX_EXPECTED = process.env.CI || which("bwrap", process.env.PATH) ? "workspace-write" : "unavailable"
 
 interface Update {
   readonly at: number
@@ -27,7 +33,8 @@ const setup = (options: { readonly env?: Record<string, string> } = {}) =>
     const box = yield* TestInstance.sandbox(options.env ? { env: options.env } : {})
     const instance = Layer.succeed(Instance, box.instance)
     const config = ConfigService.layerFromInfo({ config: {}, sources: [], warnings: [], directories: [], origin: () => undefined })
-    const deps = yield* Layer.build(Layer.merge(instance, Truncation.layer.pipe(Layer.provide(Layer.merge(instance, config)))))
+    const sandbox = Sandbox.layer.pipe(Layer.provide(Layer.merge(instance, Bus.layer)))
+    const deps = yield* Layer.build(Layer.mergeAll(instance, sandbox, Truncation.layer.pipe(Layer.provide(Layer.merge(instance, config)))))
     const tool = yield* Effect.provide(Bash.make, deps)
     return { box, tool, truncation: Context.get(deps, Truncation) }
   })
@@ -57,6 +64,25 @@ const isGone = (pid: number) => {
 
 const pidsIn = (text: string) => [...new Set([...text.matchAll(/pid (\d+)/g)].map((match) => Number(match[1])))]
 
+/**
+ * Host pids of the live processes whose command line holds `marker`. A sandboxed command runs in
+ * a pid namespace of its own, where `$$` is not the host's pid, so the tests find the processes
+ * from outside, by a sleep duration no other process uses.
+ */
+const processesWith = (marker: string): Array<number> =>
+  fs.readdirSync("/proc").flatMap((entry) => {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) return []
+    try {
+      return fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(marker) && !isGone(Number(entry)) ? [Number(entry)] : []
+    } catch {
+      return []
+    }
+  })
+
+let markers = 0
+/** A sleep duration unique to one test, e.g. `30.000417`. */
+const uniqueSleep = (seconds: number) => `${seconds}.${String(process.pid % 1000).padStart(3, "0")}${String(++markers).padStart(3, "0")}`
+
 /** Waits in real time until `check` holds. */
 const until = (check: () => boolean, ms = 10_000) =>
   Effect.promise(async () => {
@@ -68,9 +94,9 @@ const until = (check: () => boolean, ms = 10_000) =>
 const latestOutput = (updates: ReadonlyArray<Update>) => String(updates.at(-1)?.metadata.output ?? "")
 
 /** A background child that ignores SIGTERM (its sleep inherits that), plus a plain one. */
-const STUBBORN_TREE =
-  `sh -c 'trap "" TERM; sleep 30 & echo "pid $!"; echo "pid $$"; wait' & ` +
-  `sleep 30 & echo "pid $!"; echo "pid $$"; wait`
+const stubbornTree = (sleep: string) =>
+  `sh -c 'trap "" TERM; sleep ${sleep} & echo "pid $!"; echo "pid $$"; wait' & ` +
+  `sleep ${sleep} & echo "pid $!"; echo "pid $$"; wait`
 
 describe("bash: running commands", () => {
   it.scopedLive("returns stdout and stderr interleaved in arrival order, with the exit code", () =>
@@ -86,6 +112,8 @@ describe("bash: running commands", () => {
       expect(result.title).toBe("Prints to both streams")
       expect(result.metadata).toMatchObject({ exit: 3, description: "Prints to both streams", output: result.output })
       expect(result.truncated).toBe(false)
+      // These tests run in the sandbox wherever it works, and CI installs bubblewrap.
+      expect(result.metadata?.sandbox).toBe(SANDBOX_EXPECTED)
     }))
 
   it.scopedLive("an empty output reads \"(no output)\"", () =>
@@ -145,11 +173,11 @@ describe("bash: running commands", () => {
       expect(full.endsWith(preview)).toBe(true)
     }))
 
-  it.scopedLive("takes OpenCode's parameters; a timeout must be 1..600000 ms", () =>
+  it.scopedLive("takes OpenCode's parameters, plus unsandboxed; a timeout must be 1..600000 ms", () =>
     Effect.gen(function*() {
       const { tool } = yield* setup()
       const schema = ToolModule.jsonSchemaOf(tool) as { required: Array<string>; properties: Record<string, unknown> }
-      expect(Object.keys(schema.properties)).toEqual(["command", "timeout", "workdir", "description"])
+      expect(Object.keys(schema.properties)).toEqual(["command", "timeout", "workdir", "description", "unsandboxed"])
       expect(schema.required).toEqual(["command", "description"])
       expect(schema.properties.timeout).toMatchObject({ type: "integer", exclusiveMinimum: 0, maximum: 600_000 })
       for (const timeout of [600_001, 0, -5, 1.5, "5000"]) {
@@ -213,10 +241,14 @@ describe("bash: stopping commands", () => {
     Effect.gen(function*() {
       const { tool } = yield* setup()
       const started = Date.now()
-      const result = yield* run(tool, { command: STUBBORN_TREE, timeout: 500 }, makeContext().context)
-      const pids = pidsIn(result.output)
-      expect(pids).toHaveLength(4)
-      for (const pid of pids) expect(isGone(pid)).toBe(true)
+      const sleep = uniqueSleep(30)
+      const { context, updates } = makeContext()
+      const fiber = yield* Effect.fork(run(tool, { command: stubbornTree(sleep), timeout: 500 }, context))
+      expect(yield* until(() => pidsIn(latestOutput(updates)).length === 4)).toBe(true)
+      expect(processesWith(sleep).length).toBeGreaterThanOrEqual(4)
+      const result = yield* Fiber.join(fiber)
+      expect(pidsIn(result.output)).toHaveLength(4)
+      expect(processesWith(sleep)).toEqual([])
       // SIGTERM did not stop the stubborn child; SIGKILL came after the grace period
       expect(Date.now() - started).toBeGreaterThanOrEqual(500 + Bash.KILL_GRACE_MS - 100)
       expect(result.output).toContain("<shell_metadata>")
@@ -232,21 +264,24 @@ describe("bash: stopping commands", () => {
       expect(plain.tool.description).toContain("default 120000")
       const { tool } = yield* setup({ env: { AGENT_BASH_DEFAULT_TIMEOUT_MS: "300" } })
       expect(tool.description).toContain("default 300")
-      const result = yield* run(tool, { command: "echo \"pid $$\"; sleep 20" }, makeContext().context)
+      const sleep = uniqueSleep(20)
+      const result = yield* run(tool, { command: `echo "pid $$"; sleep ${sleep}` }, makeContext().context)
       expect(result.output).toContain("exceeded the timeout of 300 ms")
-      for (const pid of pidsIn(result.output)) expect(isGone(pid)).toBe(true)
+      expect(pidsIn(result.output)).toHaveLength(1)
+      expect(processesWith(sleep)).toEqual([])
     }))
 
   it.scopedLive("aborting through ctx.abort stops the command and says so", () =>
     Effect.gen(function*() {
       const { tool } = yield* setup()
       const { context, updates, controller } = makeContext()
-      const fiber = yield* Effect.fork(run(tool, { command: "sleep 30 & echo \"pid $!\"; echo \"pid $$\"; wait" }, context))
+      const sleep = uniqueSleep(30)
+      const fiber = yield* Effect.fork(run(tool, { command: `sleep ${sleep} & echo "pid $!"; echo "pid $$"; wait` }, context))
       expect(yield* until(() => pidsIn(latestOutput(updates)).length === 2)).toBe(true)
-      const pids = pidsIn(latestOutput(updates))
+      expect(processesWith(sleep).length).toBeGreaterThanOrEqual(2)
       controller.abort()
       const result = yield* Fiber.join(fiber)
-      for (const pid of pids) expect(isGone(pid)).toBe(true)
+      expect(processesWith(sleep)).toEqual([])
       expect(result.output).toMatch(/<shell_metadata>\nThe user aborted the command/)
       expect(result.output).not.toContain("timeout")
     }))
@@ -255,10 +290,11 @@ describe("bash: stopping commands", () => {
     Effect.gen(function*() {
       const { tool } = yield* setup()
       const { context, updates } = makeContext()
-      const fiber = yield* Effect.fork(run(tool, { command: STUBBORN_TREE }, context))
+      const sleep = uniqueSleep(30)
+      const fiber = yield* Effect.fork(run(tool, { command: stubbornTree(sleep) }, context))
       expect(yield* until(() => pidsIn(latestOutput(updates)).length === 4)).toBe(true)
-      const pids = pidsIn(latestOutput(updates))
-      for (const pid of pids) expect(isGone(pid)).toBe(false)
+      const pids = processesWith(sleep)
+      expect(pids.length).toBeGreaterThanOrEqual(4)
       yield* Fiber.interrupt(fiber)
       for (const pid of pids) expect(isGone(pid)).toBe(true)
     }), 20_000)

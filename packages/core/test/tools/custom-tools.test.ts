@@ -6,9 +6,11 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
+import { Bus } from "../../src/Bus.js"
 import { ConfigService } from "../../src/ConfigService.js"
 import * as Identifier from "../../src/Identifier.js"
 import { Instance } from "../../src/Instance.js"
+import { Sandbox } from "../../src/Sandbox.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
@@ -34,7 +36,11 @@ const scanSandbox = (box: TestInstance.Sandbox) =>
       if (logLevel._tag === "Warning") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
     })
     const loaded = yield* CustomTools.scan.pipe(
-      Effect.provide(ConfigService.layer.pipe(Layer.provideMerge(Layer.succeed(Instance, box.instance)))),
+      Effect.provide(
+        Layer.merge(ConfigService.layer, Sandbox.layer.pipe(Layer.provide(Bus.layer))).pipe(
+          Layer.provideMerge(Layer.succeed(Instance, box.instance))
+        )
+      ),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger))
     )
     return { ...loaded, warnings }

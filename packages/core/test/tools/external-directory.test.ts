@@ -3,9 +3,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { Bus } from "../../src/Bus.js"
 import { ConfigService } from "../../src/ConfigService.js"
 import { Instance } from "../../src/Instance.js"
 import { InstructionLoader } from "../../src/Instructions.js"
+import { Sandbox } from "../../src/Sandbox.js"
 import * as Tool from "../../src/Tool.js"
 import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
 import * as Bash from "../../src/tools/Bash.js"
@@ -91,7 +93,9 @@ describe("external_directory guard in every path-taking tool", () => {
       const outsideDir = fs.realpathSync(box.path("outside"))
       const instance = Layer.succeed(Instance, box.instance)
       const config = ConfigService.layer.pipe(Layer.provideMerge(instance))
-      const deps = Layer.mergeAll(InstructionLoader.layer, Truncation.layer).pipe(Layer.provideMerge(config))
+      const deps = Layer.mergeAll(InstructionLoader.layer, Truncation.layer, Sandbox.layer.pipe(Layer.provide(Bus.layer))).pipe(
+        Layer.provideMerge(config)
+      )
       const tools = yield* Effect.all(
         [Read.make, Write.make, Edit.make, ApplyPatch.make, Glob.make, Grep.make, List.make, Bash.make]
       ).pipe(Effect.provide(deps))
