@@ -24,12 +24,8 @@ export interface FileChange {
 /** The diff of `before` → `after` for `filepath` (both with `\n` line endings); `newPath` for a move. */
 export const compare = (filepath: string, before: string, after: string, newPath: string = filepath): FileChange => {
   const runs = before === after ? [] : LineDiff.diff(before, after)
-  let additions = 0
-  let deletions = 0
-  for (const run of runs) {
-    if (run.kind === "added") additions += run.lines.length
-    else if (run.kind === "removed") deletions += run.lines.length
-  }
+  const additions = runs.reduce((total, run) => total + (run.kind === "added" ? run.lines.length : 0), 0)
+  const deletions = runs.reduce((total, run) => total + (run.kind === "removed" ? run.lines.length : 0), 0)
   const header = { oldFileName: filepath, newFileName: newPath, oldHeader: undefined, newHeader: undefined }
   const built = hunks(runs, MAX_DIFF_CHARS)
   const diff = formatPatch({ ...header, hunks: built.hunks })

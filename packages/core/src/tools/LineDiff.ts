@@ -66,6 +66,18 @@ export const diff = (before: string, after: string): Array<Run> => {
   return runs.runs
 }
 
+/** Lines added and removed from `before` to `after`. */
+export const count = (before: string, after: string): { readonly additions: number; readonly deletions: number } => {
+  let additions = 0
+  let deletions = 0
+  if (before === after) return { additions, deletions }
+  for (const run of diff(before, after)) {
+    if (run.kind === "added") additions += run.lines.length
+    else if (run.kind === "removed") deletions += run.lines.length
+  }
+  return { additions, deletions }
+}
+
 type ArrayChanges = ReadonlyArray<{ readonly value: Array<string>; readonly added: boolean; readonly removed: boolean }>
 
 /** Myers within the budget; undefined when it would cost more. */
