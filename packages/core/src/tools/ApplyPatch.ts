@@ -286,7 +286,7 @@ const failureReport = (
   const cause = `cannot write ${name(outcome.file)}: ${FileDisk.reason(outcome.error)}.`
   if (outcome.applied.length === 0) {
     const restored = outcome.restored.length > 0
-      ? ` ${outcome.restored.map(name).join(", ")} had been written and ${outcome.restored.length === 1 ? "was" : "were"} put back.`
+      ? ` ${outcome.restored.map(name).join(", ")} had been changed and ${outcome.restored.length === 1 ? "was" : "were"} put back.`
       : ""
     return `Patch not applied: ${cause}${restored} No file was changed: ${files.map(name).join(", ")} are as they were.`
   }

@@ -369,17 +369,14 @@ function* candidates(content: string, find: string, options: LocateOptions = {})
   if (find.length === 0) return
   const from = options.from ?? 0
   for (const strategy of strategies) {
-    const seen = new Set<string>()
-    const ranges = strategy
+    const sorted = strategy
       .find(content, find)
       .filter((range) => range.start >= from && (!options.lineAligned || isLineAligned(content, range)))
-      .filter((range) => {
-        const key = `${range.start}:${range.end}`
-        if (seen.has(key)) return false
-        seen.add(key)
-        return true
-      })
       .sort((a, b) => a.start - b.start || a.end - b.end)
+    // Sorted, a duplicate sits next to its twin.
+    const ranges = sorted.filter((range, index) =>
+      index === 0 || range.start !== sorted[index - 1]!.start || range.end !== sorted[index - 1]!.end
+    )
     if (ranges.length > 0) yield { strategy: strategy.name, ranges }
   }
 }
