@@ -11,7 +11,6 @@ import {
   type SessionRevert
 } from "@agent/domain"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { createTwoFilesPatch, diffLines } from "diff"
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as path from "node:path"
 import { Bus } from "./Bus.js"
@@ -19,6 +18,8 @@ import { filename as databaseFile, withBusyRetry } from "./Database.js"
 import { Instance } from "./Instance.js"
 import { Snapshot, type SnapshotError } from "./Snapshot.js"
 import type * as Tree from "./snapshot/Tree.js"
+import { compare as compareTexts } from "./tools/FileDiff.js"
+import * as LineDiff from "./tools/LineDiff.js"
 import { SessionStore } from "./SessionStore.js"
 
 /**
@@ -118,27 +119,14 @@ const StoredChange = Schema.Struct({
 type StoredChange = typeof StoredChange.Type
 const decodeStored = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(StoredChange)))
 
-/** The unified diff of one file's change, for display. */
+/** The unified diff of one file's change, for display (bounded in time and size like the edit tools' diffs). */
 export const unifiedDiff = (diff: FileDiff): string =>
-  diff.binary ? `Binary file ${diff.file} changed\n` : createTwoFilesPatch(`a/${diff.file}`, `b/${diff.file}`, diff.before, diff.after)
+  diff.binary ? `Binary file ${diff.file} changed\n` : compareTexts(`a/${diff.file}`, diff.before, diff.after, `b/${diff.file}`).diff
 
 const isBinary = (content: Buffer) => content.subarray(0, 8000).includes(0)
 
-/** Lines added and removed; a very large edit counts every line as replaced. */
-const countLines = (before: string, after: string) => {
-  const changes = diffLines(before, after, { maxEditLength: 20_000 })
-  if (!changes) {
-    const lines = (text: string) => (text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0))
-    return { additions: lines(after), deletions: lines(before) }
-  }
-  let additions = 0
-  let deletions = 0
-  for (const change of changes) {
-    if (change.added) additions += change.count
-    else if (change.removed) deletions += change.count
-  }
-  return { additions, deletions }
-}
+/** Lines added and removed (near-linear however large the change: a bounded Myers search, then patience). */
+const countLines = LineDiff.count
 
 /** Snapshot ids written by steps: the one each message ended with. */
 const endSnapshot = (parts: ReadonlyArray<Part>): string | undefined => {

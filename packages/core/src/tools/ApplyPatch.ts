@@ -1,15 +1,17 @@
 import { Effect, Either, Schema } from "effect"
-import * as fsp from "node:fs/promises"
-import { Instance } from "../Instance.js"
+import { Instance, type InstanceInfo } from "../Instance.js"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
 import * as EditMatch from "./EditMatch.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileDiff from "./FileDiff.js"
+import * as FileDisk from "./FileDisk.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
+import * as PatchWrite from "./PatchWrite.js"
 import { pathPatterns } from "./PathRules.js"
-import { load, store, type TextFile } from "./Write.js"
+import * as TextEncoding from "./TextEncoding.js"
+import { load, type TextFile, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "apply_patch"
 
@@ -236,8 +238,66 @@ interface FileState {
   shape: FileDiff.TextShape
 }
 
+interface Change {
+  readonly file: string
+  readonly state: FileState
+  readonly type: "add" | "update" | "delete" | "move"
+  readonly diff: string
+  readonly additions: number
+  readonly deletions: number
+  readonly movedFrom?: string
+}
+
+/** What the patch does to `file`, with its diff (a moved file's against its source). */
+const describeChange = (
+  file: string,
+  state: FileState,
+  states: ReadonlyMap<string, FileState>,
+  moves: ReadonlyMap<string, string>
+): Change => {
+  const before = state.original?.text ?? ""
+  const after = state.text ?? ""
+  const source = moves.get(file)
+  const sourceText = source !== undefined && state.original === undefined ? states.get(source)?.original?.text : undefined
+  const base = sourceText ?? before
+  const type = state.text === undefined
+    ? "delete"
+    : source !== undefined
+    ? "move"
+    : state.original === undefined
+    ? "add"
+    : "update"
+  return {
+    file,
+    state,
+    type,
+    ...FileDiff.compare(source ?? file, base, after, file),
+    ...(source !== undefined ? { movedFrom: source } : {})
+  }
+}
+
+/** The tool result for a patch whose writing failed: what failed, and which files were changed or not. */
+const failureReport = (
+  instance: InstanceInfo,
+  outcome: Extract<PatchWrite.Outcome, { readonly _tag: "Failed" }>,
+  files: ReadonlyArray<string>
+): string => {
+  const name = (file: string) => relativeToWorktree(instance, file)
+  const cause = `cannot write ${name(outcome.file)}: ${FileDisk.reason(outcome.error)}.`
+  if (outcome.applied.length === 0) {
+    const restored = outcome.restored.length > 0
+      ? ` ${outcome.restored.map(name).join(", ")} had been changed and ${outcome.restored.length === 1 ? "was" : "were"} put back.`
+      : ""
+    return `Patch not applied: ${cause}${restored} No file was changed: ${files.map(name).join(", ")} are as they were.`
+  }
+  const applied = outcome.applied.map(({ file, error }) => `${name(file)} (could not be put back: ${FileDisk.reason(error)})`)
+  const notApplied = files.filter((file) => !outcome.applied.some((entry) => entry.file === file)).map(name)
+  return `Patch partly applied: ${cause} Applied: ${applied.join(", ")}. Not applied (as they were): ${notApplied.join(", ") || "none"}.`
+}
+
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
+  const disk = yield* FileDisk.FileDisk
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -293,6 +353,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
                   break
                 }
                 case "update": {
+                  yield* yieldToEventLoop
                   if (state.text === undefined) {
                     return yield* fail(`Patch not applied: line ${operation.line}: cannot update ${file}: file not found`)
                   }
@@ -315,29 +376,17 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               }
             }
 
-            const changes = [...states.entries()].map(([file, state]) => {
-              const before = state.original?.text ?? ""
-              const after = state.text ?? ""
-              const source = moves.get(file)
-              const sourceText = source !== undefined && state.original === undefined ? states.get(source)?.original?.text : undefined
-              const base = sourceText ?? before
-              const type = state.text === undefined
-                ? "delete"
-                : source !== undefined
-                ? "move"
-                : state.original === undefined
-                ? "add"
-                : "update"
-              const diff = FileDiff.unified(source ?? file, base, after, file)
-              return {
-                file,
-                state,
-                type,
-                diff,
-                ...FileDiff.countChanges(base, after),
-                ...(source !== undefined ? { movedFrom: source } : {})
-              }
-            })
+            // Only the patched lines change: new text must fit each file's encoding (see TextEncoding).
+            for (const [file, state] of states) {
+              const char = state.text === undefined ? undefined : TextEncoding.unencodable(state.text, state.shape.encoding)
+              if (char !== undefined) return yield* fail(`Patch not applied, no file was changed. ${TextEncoding.latin1Refusal(file, char)}`)
+            }
+
+            const changes: Array<Change> = []
+            for (const [file, state] of states) {
+              yield* yieldToEventLoop
+              changes.push(describeChange(file, state, states, moves))
+            }
             // A moved file's source shows as part of its move, not as a separate deletion.
             const shown = changes.filter((change) => !(change.type === "delete" && [...moves.values()].includes(change.file)))
             const diff = shown.map((change) => change.diff).join("\n")
@@ -359,33 +408,18 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               metadata: { filepath: files[0]!, diff, files: metadataFiles }
             })
 
-            // Write; if the disk fails midway, put back what was already changed.
-            const done: Array<{ readonly file: string; readonly original: TextFile | undefined }> = []
-            const rollback = () =>
-              Effect.forEach([...done].reverse(), ({ file, original }) =>
-                Effect.promise(() =>
-                  (original === undefined ? fsp.rm(file, { force: true }) : fsp.writeFile(file, original.raw, "utf8")).catch(
-                    () => undefined
-                  )
-                ))
-            for (const change of changes) {
-              const { state } = change
-              const write = state.text === undefined
-                ? state.original === undefined
-                  ? Effect.void
-                  : Effect.tryPromise({
-                    try: () => fsp.rm(change.file),
-                    catch: (error) => fail(`Cannot delete ${change.file}: ${(error as Error).message}`)
-                  })
-                : store(TOOL, change.file, FileDiff.encode(state.text, state.shape)).pipe(
-                  Effect.tap((mtimeMs) => Effect.sync(() => FileTimes.record(context.sessionID, change.file, mtimeMs)))
-                )
-              yield* write.pipe(
-                Effect.tapError(rollback),
-                Effect.mapError((error) => fail(`${error.detail}. The patch was rolled back; no file was changed.`))
+            const outcome = yield* Effect.promise(() =>
+              PatchWrite.writeFiles(
+                disk,
+                changes.map(({ file, state }) => ({
+                  file,
+                  bytes: state.text === undefined ? undefined : FileDiff.toBytes(state.text, state.shape),
+                  original: state.original?.bytes
+                }))
               )
-              done.push({ file: change.file, original: state.original })
-            }
+            ).pipe(Effect.uninterruptible)
+            for (const [file, mtimeMs] of outcome.mtimes) FileTimes.record(context.sessionID, file, mtimeMs)
+            if (outcome._tag === "Failed") return yield* fail(failureReport(instance, outcome, changes.map((change) => change.file)))
 
             const lines = [...new Set(summary.map((entry) => `${entry.kind} ${relativeToWorktree(instance, entry.file)}`))]
             const names = [...new Set(summary.map((entry) => relativeToWorktree(instance, entry.file)))]

@@ -8,7 +8,9 @@ import * as FileDiff from "./FileDiff.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
 import { pathPatterns } from "./PathRules.js"
-import { ensureFresh, load, store } from "./Write.js"
+import * as FileDisk from "./FileDisk.js"
+import * as TextEncoding from "./TextEncoding.js"
+import { ensureFresh, load, replacementShape, store, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "edit"
 
@@ -42,6 +44,7 @@ const explain = (file: string, failure: EditMatch.ReplaceFailure): string => {
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
+  const disk = yield* FileDisk.FileDisk
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -59,10 +62,17 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             yield* ensureFresh(TOOL, context.sessionID, file, existing)
             const before = existing?.text ?? ""
             let after: string
+            let shape = existing?.shape
+            let note = ""
             if (params.oldString === "") {
               after = FileDiff.normalizeLineEndings(params.newString)
+              // Overwriting a file is a full replacement, as with write.
+              if (existing !== undefined) ({ shape, note } = replacementShape(existing, after))
             } else {
               if (existing === undefined) return yield* fail(`File not found: ${file}`)
+              // Only the replaced bytes change: new text must fit the file's encoding (see TextEncoding).
+              const char = TextEncoding.unencodable(params.newString, existing.shape.encoding)
+              if (char !== undefined) return yield* fail(TextEncoding.latin1Refusal(file, char))
               const replaced = EditMatch.replace(
                 before,
                 FileDiff.normalizeLineEndings(params.oldString),
@@ -72,16 +82,19 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               if (Either.isLeft(replaced)) return yield* fail(explain(file, replaced.left))
               after = replaced.right.content
             }
-            // Line endings and BOM follow the file; a new file follows newString.
-            const raw = existing ? FileDiff.encode(after, existing.shape) : params.newString
-            const diff = FileDiff.unified(file, before, after)
-            const { additions, deletions } = FileDiff.countChanges(before, after)
+            // A large file's edit runs in steps, with the event loop free between them.
+            yield* yieldToEventLoop
+            // Line endings, BOM and encoding follow the file; a new file follows newString.
+            const bytes = shape ? FileDiff.toBytes(after, shape) : Buffer.from(params.newString, "utf8")
+            yield* yieldToEventLoop
+            const { diff, additions, deletions } = FileDiff.compare(file, before, after)
+            yield* yieldToEventLoop
             yield* context.ask({ permission: "edit", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file, diff } })
-            const mtimeMs = yield* store(TOOL, file, raw)
+            const mtimeMs = yield* store(TOOL, disk, file, bytes, existing !== undefined)
             FileTimes.record(context.sessionID, file, mtimeMs)
             return {
               title: relative,
-              output: "Edit applied successfully.",
+              output: `Edit applied successfully.${note}`,
               metadata: { filepath: file, diff, additions, deletions }
             }
           })

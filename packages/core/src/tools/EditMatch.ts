@@ -76,11 +76,15 @@ const lineRange = (content: string, index: Lines, first: number, count: number, 
   return { start: index.starts[first]!, end }
 }
 
-/** Windows of `find`'s line count where `same(windowLines, findLines)` holds. */
+/**
+ * Windows of `find`'s line count where `same(lines, first, search)` holds for the window starting
+ * at line `first`. `same` reads `lines[first + i]` rather than a copied window: one pass over the
+ * file, whatever the search's size, when most windows fail on their first line.
+ */
 const lineWindows = (
   content: string,
   find: string,
-  same: (window: ReadonlyArray<string>, search: ReadonlyArray<string>) => boolean,
+  same: (lines: ReadonlyArray<string>, first: number, search: ReadonlyArray<string>) => boolean,
   minLines = 1
 ): Array<Range> => {
   const search = searchLines(find)
@@ -89,12 +93,25 @@ const lineWindows = (
   const index = linesOf(content)
   const found: Array<Range> = []
   for (let first = 0; first + count <= index.lines.length; first++) {
-    if (same(index.lines.slice(first, first + count), search.lines)) {
+    if (same(index.lines, first, search.lines)) {
       found.push(lineRange(content, index, first, count, search.trailingNewline))
     }
   }
   return found
 }
+
+/** Whether `count` lines from `first` equal the search's once both are mapped by `key` (stops at the first difference). */
+const linesEqual = (
+  lines: ReadonlyArray<string>,
+  first: number,
+  search: ReadonlyArray<string>,
+  key: (line: string) => string
+): boolean => {
+  for (let index = 0; index < search.length; index++) if (key(lines[first + index]!) !== key(search[index]!)) return false
+  return true
+}
+
+const trim = (line: string) => line.trim()
 
 const collapse = (text: string): string => text.replace(/\s+/g, " ").trim()
 
@@ -129,18 +146,30 @@ export const levenshtein = (a: string, b: string): number => {
   return previous[b.length]!
 }
 
-/** 1 for equal texts, 0 for nothing in common; beyond a size where the exact distance costs too much, line by line. */
-const similarity = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): number => {
+/**
+ * 1 for equal texts, 0 for nothing in common; beyond a size where the exact distance costs too
+ * much, line by line. `cost` is the work it took (edit-distance cells, or lines).
+ */
+const similarity = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): { readonly score: number; readonly cost: number } => {
   const left = a.map((line) => line.trim()).join("\n")
   const right = b.map((line) => line.trim()).join("\n")
   const longest = Math.max(left.length, right.length)
-  if (longest === 0) return 1
-  if (left.length * right.length <= 4_000_000) return 1 - levenshtein(left, right) / longest
+  if (longest === 0) return { score: 1, cost: 1 }
+  const cells = left.length * right.length
+  if (cells <= 4_000_000) return { score: 1 - levenshtein(left, right) / longest, cost: cells + a.length + b.length }
   const pairs = Math.max(a.length, b.length)
   let same = 0
   for (let index = 0; index < Math.min(a.length, b.length); index++) if (a[index]!.trim() === b[index]!.trim()) same++
-  return same / pairs
+  return { score: same / pairs, cost: left.length + right.length }
 }
+
+/**
+ * Work block-anchor may spend on one search (edit-distance cells plus lines compared, ~50 ms).
+ * A search whose first and last lines are common (`}`) in a large file could otherwise compare
+ * thousands of blocks; past this budget the strategy gives up (finds nothing), which is safe:
+ * the cascade goes on to stricter ones or reports that nothing matched.
+ */
+export const BLOCK_ANCHOR_WORK = 20_000_000
 
 /** How similar the middle of a block must be for block-anchor to accept it. */
 export const BLOCK_ANCHOR_SIMILARITY = 0.7
@@ -170,8 +199,7 @@ export const exact: Strategy = { name: "exact", find: (content, find) => occurre
 /** Whole lines that are equal once each line is trimmed (indentation or trailing spaces differ). */
 export const lineTrimmed: Strategy = {
   name: "line-trimmed",
-  find: (content, find) =>
-    lineWindows(content, find, (window, search) => window.every((line, index) => line.trim() === search[index]!.trim()))
+  find: (content, find) => lineWindows(content, find, (lines, first, search) => linesEqual(lines, first, search, trim))
 }
 
 /**
@@ -188,14 +216,18 @@ export const blockAnchor: Strategy = {
     const last = search.lines[count - 1]!.trim()
     const middle = search.lines.slice(1, -1)
     const index = linesOf(content)
+    const trimmed = index.lines.map(trim)
     const found: Array<Range> = []
+    let work = 0
     for (let start = 0; start < index.lines.length; start++) {
-      if (index.lines[start]!.trim() !== first) continue
+      if (trimmed[start] !== first) continue
       let best: { end: number; score: number } | undefined
       const furthest = Math.min(index.lines.length - 1, start + 2 * count)
       for (let end = start + 2; end <= furthest; end++) {
-        if (index.lines[end]!.trim() !== last) continue
-        const score = similarity(middle, index.lines.slice(start + 1, end))
+        if (trimmed[end] !== last) continue
+        const { score, cost } = similarity(middle, index.lines.slice(start + 1, end))
+        work += cost
+        if (work > BLOCK_ANCHOR_WORK) return []
         if (best === undefined || score > best.score) best = { end, score }
       }
       if (best !== undefined && best.score >= BLOCK_ANCHOR_SIMILARITY) {
@@ -222,7 +254,7 @@ export const whitespaceNormalized: Strategy = {
       for (const match of content.matchAll(pattern)) found.push({ start: match.index, end: match.index + match[0].length })
       return found
     }
-    return lineWindows(content, find, (window, lines) => window.every((line, index) => collapse(line) === collapse(lines[index]!)))
+    return lineWindows(content, find, (lines, first, search) => linesEqual(lines, first, search, collapse))
   }
 }
 
@@ -230,8 +262,10 @@ export const whitespaceNormalized: Strategy = {
 export const indentationFlexible: Strategy = {
   name: "indentation-flexible",
   find: (content, find) =>
-    lineWindows(content, find, (window, search) => {
-      const left = dedent(window)
+    lineWindows(content, find, (lines, first, search) => {
+      // Equal after dedenting implies equal when trimmed: a cheap test first, the window copy only for candidates.
+      if (!linesEqual(lines, first, search, trim)) return false
+      const left = dedent(lines.slice(first, first + search.length))
       const right = dedent(search)
       return left.every((line, index) => line === right[index])
     })
@@ -265,11 +299,11 @@ export const contextAware: Strategy = {
     lineWindows(
       content,
       find,
-      (window, search) => {
+      (lines, first, search) => {
         const count = search.length
-        if (window[0]!.trim() !== search[0]!.trim() || window[count - 1]!.trim() !== search[count - 1]!.trim()) return false
+        if (lines[first]!.trim() !== search[0]!.trim() || lines[first + count - 1]!.trim() !== search[count - 1]!.trim()) return false
         let same = 0
-        for (let index = 1; index < count - 1; index++) if (window[index]!.trim() === search[index]!.trim()) same++
+        for (let index = 1; index < count - 1; index++) if (lines[first + index]!.trim() === search[index]!.trim()) same++
         return same / (count - 2) >= CONTEXT_AWARE_SHARE
       },
       3
@@ -327,31 +361,31 @@ export interface LocateOptions {
 const isLineAligned = (content: string, range: Range) =>
   (range.start === 0 || content[range.start - 1] === "\n") && (range.end === content.length || content[range.end] === "\n")
 
-/** Every strategy's distinct (admissible) matches, in cascade order; strategies without any are left out. */
-const candidates = (content: string, find: string, options: LocateOptions = {}): Array<Located> => {
-  if (find.length === 0) return []
+/**
+ * Every strategy's distinct (admissible) matches, in cascade order; strategies without any are
+ * left out. Lazy: a later (costlier, fuzzier) strategy runs only when the caller asks for it.
+ */
+function* candidates(content: string, find: string, options: LocateOptions = {}): Generator<Located> {
+  if (find.length === 0) return
   const from = options.from ?? 0
-  const found: Array<Located> = []
   for (const strategy of strategies) {
-    const seen = new Set<string>()
-    const ranges = strategy
+    const sorted = strategy
       .find(content, find)
       .filter((range) => range.start >= from && (!options.lineAligned || isLineAligned(content, range)))
-      .filter((range) => {
-        const key = `${range.start}:${range.end}`
-        if (seen.has(key)) return false
-        seen.add(key)
-        return true
-      })
       .sort((a, b) => a.start - b.start || a.end - b.end)
-    if (ranges.length > 0) found.push({ strategy: strategy.name, ranges })
+    // Sorted, a duplicate sits next to its twin.
+    const ranges = sorted.filter((range, index) =>
+      index === 0 || range.start !== sorted[index - 1]!.start || range.end !== sorted[index - 1]!.end
+    )
+    if (ranges.length > 0) yield { strategy: strategy.name, ranges }
   }
-  return found
 }
 
 /** Runs the cascade; the first strategy with at least one (admissible) match decides. */
-export const locate = (content: string, find: string, options: LocateOptions = {}): Located | undefined =>
-  candidates(content, find, options)[0]
+export const locate = (content: string, find: string, options: LocateOptions = {}): Located | undefined => {
+  for (const candidate of candidates(content, find, options)) return candidate
+  return undefined
+}
 
 export type ReplaceFailure =
   | { readonly _tag: "Identical" }
@@ -412,20 +446,28 @@ export const replace = (
   replaceAll = false
 ): Either.Either<Replaced, ReplaceFailure> => {
   if (oldString === newString) return Either.left({ _tag: "Identical" })
-  const found = candidates(content, oldString)
-  if (found.length === 0) return Either.left({ _tag: "NotFound" })
-  const located = replaceAll ? found[0]! : found.find((candidate) => isUnique(content, candidate))
+  let first: Located | undefined
+  let located: Located | undefined
+  for (const candidate of candidates(content, oldString)) {
+    first ??= candidate
+    if (replaceAll || isUnique(content, candidate)) {
+      located = candidate
+      break
+    }
+  }
+  if (first === undefined) return Either.left({ _tag: "NotFound" })
   if (located === undefined) {
-    return Either.left({ _tag: "MultipleMatches", strategy: found[0]!.strategy, count: found[0]!.ranges.length })
+    return Either.left({ _tag: "MultipleMatches", strategy: first.strategy, count: first.ranges.length })
   }
   const replacement = adjustReplacement(located.strategy, oldString, newString)
   const ranges = disjoint(located.ranges)
-  let result = ""
+  const pieces: Array<string> = []
   let cursor = 0
   for (const range of ranges) {
-    result += content.slice(cursor, range.start) + replacement
+    pieces.push(content.slice(cursor, range.start), replacement)
     cursor = range.end
   }
-  result += content.slice(cursor)
+  pieces.push(content.slice(cursor))
+  const result = pieces.join("")
   return Either.right({ content: result, strategy: located.strategy, count: ranges.length })
 }

@@ -12,6 +12,7 @@ import { levenshtein } from "./EditMatch.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileTimes from "./FileTimes.js"
 import { leftOutNote, pathPatterns, readDenied } from "./PathRules.js"
+import * as TextEncoding from "./TextEncoding.js"
 
 const TOOL = "read"
 
@@ -142,7 +143,7 @@ const cutLine = (line: string): string => {
  * newlines (on raw bytes) to know the total.
  */
 class LineScanner {
-  private readonly decoder = new StringDecoder("utf8")
+  private readonly decoder: StringDecoder
   private readonly lines: Array<string> = []
   private bytes = 0
   private complete = 0 // lines ended by a newline so far
@@ -152,7 +153,9 @@ class LineScanner {
   private more = false
   private capped = false
 
-  constructor(private readonly start: number, private readonly limit: number) {}
+  constructor(private readonly start: number, private readonly limit: number, encoding: TextEncoding.Encoding = "utf8") {
+    this.decoder = new StringDecoder(encoding)
+  }
 
   /** Takes a finished line; false when no further line will be shown. */
   private take(line: string): boolean {
@@ -226,17 +229,54 @@ class LineScanner {
   }
 }
 
-/** Streams a large file through a scanner, so a huge file costs a scan, never its size in memory. */
-const scanLines = async (file: string, start: number, limit: number, signal: AbortSignal): Promise<Slice> => {
-  const scanner = new LineScanner(start, limit)
+/** How far past the shown lines a scan reads only to learn whether the file is UTF-8. */
+const MAX_VALIDATE_BYTES = 64 * 1024 * 1024
+
+/**
+ * Streams a large file through a scanner, so a huge file costs a scan, never its size in memory.
+ * The bytes are checked as they pass; a file that is not UTF-8 is scanned again as Latin-1, as
+ * the editing tools read it.
+ */
+const scanLines = async (
+  file: string,
+  start: number,
+  limit: number,
+  signal: AbortSignal
+): Promise<Slice & { readonly encoding: TextEncoding.Encoding }> => {
+  const scanned = await scanOnce(file, start, limit, signal, "utf8")
+  if (scanned !== "not-utf8") return { ...scanned, encoding: "utf8" }
+  return { ...(await scanOnce(file, start, limit, signal, "latin1")) as Slice, encoding: "latin1" }
+}
+
+/** One scan; as UTF-8, "not-utf8" when the bytes are not. */
+const scanOnce = async (
+  file: string,
+  start: number,
+  limit: number,
+  signal: AbortSignal,
+  encoding: TextEncoding.Encoding
+): Promise<Slice | "not-utf8"> => {
+  const scanner = new LineScanner(start, limit, encoding)
+  const check = encoding === "utf8" ? new TextEncoding.Utf8Check() : undefined
   const stream = fs.createReadStream(file, { highWaterMark: STREAM_CHUNK, signal })
+  let scanning = true
+  let checked = 0
+  let whole = true
   try {
     for await (const buffer of stream as AsyncIterable<Buffer>) {
-      if (!scanner.push(buffer)) break
+      if (check !== undefined && !check.push(buffer)) return "not-utf8"
+      checked += buffer.length
+      if (scanning) scanning = scanner.push(buffer)
+      // Once the cap stopped the scan, reading on only checks the encoding, and only so far.
+      if (!scanning && (check === undefined || checked > MAX_VALIDATE_BYTES)) {
+        whole = false
+        break
+      }
     }
   } finally {
     stream.destroy()
   }
+  if (check !== undefined && whole && !check.end()) return "not-utf8"
   return scanner.finish()
 }
 
@@ -367,13 +407,14 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
         const limit = params.limit || DEFAULT_LIMIT
         // A small file (most reads) costs one read; a large one a look at its head, then a scan.
         const slice = yield* Effect.tryPromise({
-          try: async (): Promise<Slice | "binary"> => {
+          try: async (): Promise<(Slice & { readonly encoding: TextEncoding.Encoding }) | "binary"> => {
             const data = stat.size <= STREAM_CHUNK ? readSmall(file, stat.size) : undefined
             if (data !== undefined) {
               if (looksBinary(data.subarray(0, SNIFF_BYTES))) return "binary"
-              const scanner = new LineScanner(start, limit)
+              const encoding = TextEncoding.detect(data)
+              const scanner = new LineScanner(start, limit, encoding)
               scanner.push(data)
-              return scanner.finish()
+              return { ...scanner.finish(), encoding }
             }
             if (looksBinary(await headOf(file))) return "binary"
             return await scanLines(file, start, limit, context.abort)
@@ -396,7 +437,10 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
         const body = numbered.length > 0 ? `${numbered.join("\n")}\n\n` : ""
         // Reading into a package with its own AGENTS.md brings those instructions along, once while the model sees them.
         const attached = yield* instructions.forRead({ scope: context.sessionID, filePath: file })
-        const output = `<path>${file}</path>\n<type>file</type>\n<content>\n${body}${note}\n</content>${attached ? `\n\n${attached.reminder}` : ""}`
+        const encodingNote = slice.encoding === "latin1" ? `\n${TextEncoding.LATIN1_NOTE}` : ""
+        const output = `<path>${file}</path>\n<type>file</type>\n<content>\n${body}${note}${encodingNote}\n</content>${
+          attached ? `\n\n${attached.reminder}` : ""
+        }`
         return {
           title,
           output,

@@ -1,22 +1,24 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
-import * as path from "node:path"
 import { Instance } from "../Instance.js"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileDiff from "./FileDiff.js"
+import * as FileDisk from "./FileDisk.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
 import { pathPatterns } from "./PathRules.js"
+import * as TextEncoding from "./TextEncoding.js"
 
 const TOOL = "write"
 
 /** A file as the editing tools see it: `\n` text without BOM, and what to restore on write. */
 export interface TextFile {
-  /** The bytes on disk, as text (to restore the file exactly). */
-  readonly raw: string
+  /** The bytes on disk (to restore the file exactly). */
+  readonly bytes: Buffer
   readonly text: string
+  /** BOM, line endings and encoding (Latin-1 for a file that is not valid UTF-8: see TextEncoding). */
   readonly shape: FileDiff.TextShape
   readonly mtimeMs: number
 }
@@ -33,22 +35,56 @@ export const load = (tool: string, file: string): Effect.Effect<TextFile | undef
       })
       if (stat === undefined) return undefined
       if (stat.isDirectory()) throw new Error(`${file} is a directory, not a file`)
-      const raw = await fsp.readFile(file, "utf8")
-      return { raw, ...FileDiff.decode(raw), mtimeMs: stat.mtimeMs }
+      const bytes = await fsp.readFile(file)
+      const encoding = TextEncoding.detect(bytes)
+      return { bytes, ...FileDiff.decode(TextEncoding.decode(bytes, encoding), encoding), mtimeMs: stat.mtimeMs }
     },
     catch: (error) => failure(tool, `Cannot read ${file}: ${(error as Error).message}`)
   })
 
-/** Writes raw text (creating parent directories) and returns the file's new modification time. */
-export const store = (tool: string, file: string, raw: string): Effect.Effect<number, Tool.ToolExecutionError> =>
+/** What the tool result says about the file when a write failed. */
+export const unchangedNote = (existed: boolean) => (existed ? "The original file is unchanged." : "The file was not created.")
+
+/**
+ * Writes the file's new bytes (creating parent directories) atomically (see FileDisk) and returns
+ * its new modification time. Runs to its end once started: an interrupted write would leave a
+ * temp file behind. On failure the message names the file and the error and says the file is as
+ * it was.
+ */
+export const store = (
+  tool: string,
+  disk: FileDisk.FileDiskShape,
+  file: string,
+  bytes: Uint8Array,
+  existed: boolean
+): Effect.Effect<number, Tool.ToolExecutionError> =>
   Effect.tryPromise({
-    try: async () => {
-      await fsp.mkdir(path.dirname(file), { recursive: true })
-      await fsp.writeFile(file, raw, "utf8")
-      return (await fsp.stat(file)).mtimeMs
-    },
-    catch: (error) => failure(tool, `Cannot write ${file}: ${(error as Error).message}`)
-  })
+    try: () => FileDisk.replace(disk, file, bytes),
+    catch: (error) => failure(tool, `Cannot write ${file}: ${FileDisk.reason(error)}. ${unchangedNote(existed)}`)
+  }).pipe(Effect.uninterruptible)
+
+/**
+ * Lets the event loop run (timers, signals, I/O) between the steps of a large edit; an
+ * interruption (a timeout, Ctrl-C) takes effect here. Effect's own yield may resume in a
+ * microtask, which lets none of those run.
+ */
+export const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const timer = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(timer))
+})
+
+/**
+ * The shape a full replacement of `existing` with `text` is written in: the file's own, except
+ * that a Latin-1 file whose new text has characters Latin-1 cannot hold becomes UTF-8.
+ */
+export const replacementShape = (existing: TextFile, text: string): { readonly shape: FileDiff.TextShape; readonly note: string } => {
+  const char = TextEncoding.unencodable(text, existing.shape.encoding)
+  if (char === undefined) return { shape: existing.shape, note: "" }
+  return {
+    shape: { ...existing.shape, encoding: "utf8" },
+    note: ` The file was not valid UTF-8 (it was read as Latin-1); it is UTF-8 now, since the new content has ${TextEncoding.describeChar(char)}.`
+  }
+}
 
 /** Fails when the file changed on disk after this session last read (or wrote) it. */
 export const ensureFresh = (tool: string, sessionID: string, file: string, current: TextFile | undefined) =>
@@ -72,6 +108,7 @@ const Parameters = Schema.Struct({
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
+  const disk = yield* FileDisk.FileDisk
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -86,15 +123,18 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
           Effect.gen(function*() {
             const existing = yield* load(TOOL, file)
             yield* ensureFresh(TOOL, context.sessionID, file, existing)
-            // An existing file keeps its BOM and line endings; a new one is written as given.
-            const raw = existing ? FileDiff.encode(params.content, existing.shape) : params.content
-            const diff = FileDiff.unified(file, existing?.text ?? "", FileDiff.decode(raw).text)
+            // An existing file keeps its BOM, line endings and encoding; a new one is written as given, in UTF-8.
+            const replacement = existing ? replacementShape(existing, params.content) : undefined
+            const bytes = replacement ? FileDiff.toBytes(params.content, replacement.shape) : Buffer.from(params.content, "utf8")
+            yield* yieldToEventLoop
+            const { diff } = FileDiff.compare(file, existing?.text ?? "", FileDiff.decode(params.content).text)
+            yield* yieldToEventLoop
             yield* context.ask({ permission: "edit", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file, diff } })
-            const mtimeMs = yield* store(TOOL, file, raw)
+            const mtimeMs = yield* store(TOOL, disk, file, bytes, existing !== undefined)
             FileTimes.record(context.sessionID, file, mtimeMs)
             return {
               title: relative,
-              output: "Wrote file successfully.",
+              output: `Wrote file successfully.${replacement?.note ?? ""}`,
               metadata: { filepath: file, diff, exists: existing !== undefined }
             }
           })

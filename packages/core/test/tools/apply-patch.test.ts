@@ -10,6 +10,8 @@ import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
 import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
+import { type FileDiskShape, liveDisk } from "../../src/tools/FileDisk.js"
+import { diskKind, fullDisk, onDisk, strayFiles } from "./disk.js"
 
 /** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */
 const makeContext = (options: { permission?: PermissionConfig } = {}) =>
@@ -256,5 +258,102 @@ describe("apply_patch: in the loop", () => {
         expect(part?.state.status === "completed" && part.state.output).toBe("Success. Updated the following files:\nM main.go")
         expect(part?.state.status === "completed" && part.state.metadata?.diff).toContain("+\tprintln(\"hello\")")
       }).pipe(Effect.provide(runtime.layer))
+    }))
+})
+
+describe("apply_patch: no file is half written", () => {
+  it.scopedLive(`on a full disk (${diskKind}) no file changes; the result names the file, the error and the files left as they were`, () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const dir = box.path("project/disk")
+      const big = "a line of the big file\n".repeat(30_000) // 690 KB on a 4 MB disk
+      const { disk, filler } = yield* fullDisk(dir, { "a.txt": "one\ntwo\n", "b.txt": big }, 64 * 1024)
+      const tool = yield* Effect.provideService(ApplyPatch.make, Instance, box.instance).pipe(onDisk(disk))
+      const exit = yield* Effect.exit(
+        run(
+          tool,
+          patch(
+            "*** Update File: disk/a.txt",
+            "-one",
+            "+ONE",
+            "*** Update File: disk/b.txt",
+            "@@",
+            ...Array.from({ length: 10_000 }, (_, index) => `+an added line number ${index}`),
+            "*** Add File: disk/c.txt",
+            "+new"
+          ),
+          makeContext().context
+        )
+      )
+      expect(failureOf(exit).message).toBe(
+        "Patch not applied: cannot write disk/b.txt: no space left on device. " +
+          "No file was changed: disk/a.txt, disk/b.txt, disk/c.txt are as they were."
+      )
+      expect(fs.readFileSync(path.join(dir, "a.txt"), "utf8")).toBe("one\ntwo\n")
+      expect(fs.readFileSync(path.join(dir, "b.txt")).equals(Buffer.from(big))).toBe(true)
+      expect(strayFiles(dir, ["a.txt", "b.txt", ...(filler ? [filler] : [])])).toEqual([])
+    }), 60_000)
+
+  /** A disk whose renames onto `failing` fail (an I/O error), after `allow` successful ones. */
+  const failingRenames = (failing: ReadonlyArray<string>, allow = 0): FileDiskShape => {
+    let allowed = allow
+    return {
+      ...liveDisk,
+      rename: async (from, to) => {
+        if (failing.includes(to) && allowed-- <= 0) {
+          throw Object.assign(new Error(`EIO: i/o error, rename '${from}' -> '${to}'`), { code: "EIO" })
+        }
+        return liveDisk.rename(from, to)
+      }
+    }
+  }
+
+  it.scopedLive("a rename that fails midway puts back the files already changed, atomically, and says so", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      box.write("project/a.txt", "one\n")
+      box.write("project/b.txt", "two\n")
+      box.write("project/d.txt", "gone\n")
+      const tool = yield* Effect.provideService(ApplyPatch.make, Instance, box.instance).pipe(
+        onDisk(failingRenames([box.path("project/b.txt")]))
+      )
+      const text = patch("*** Update File: a.txt", "-one", "+ONE", "*** Delete File: d.txt", "*** Update File: b.txt", "-two", "+TWO")
+      const exit = yield* Effect.exit(run(tool, text, makeContext().context))
+      expect(failureOf(exit).message).toBe(
+        "Patch not applied: cannot write b.txt: i/o error. a.txt, d.txt had been changed and were put back. " +
+          "No file was changed: a.txt, d.txt, b.txt are as they were."
+      )
+      expect(["a.txt", "b.txt", "d.txt"].map((name) => fs.readFileSync(box.path(`project/${name}`), "utf8"))).toEqual(["one\n", "two\n", "gone\n"])
+      expect(fs.readdirSync(box.path("project")).sort()).toEqual([".git", "a.txt", "b.txt", "d.txt"])
+    }))
+
+  it.scopedLive("when a file cannot be put back either, the result says which files were applied and which not", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      box.write("project/a.txt", "one\n")
+      box.write("project/b.txt", "two\n")
+      // The patch's rename onto a.txt works; putting a.txt back fails, as does the one onto b.txt.
+      const tool = yield* Effect.provideService(ApplyPatch.make, Instance, box.instance).pipe(
+        onDisk(failingRenames([box.path("project/a.txt"), box.path("project/b.txt")], 1))
+      )
+      const exit = yield* Effect.exit(run(tool, patch("*** Update File: a.txt", "-one", "+ONE", "*** Update File: b.txt", "-two", "+TWO"), makeContext().context))
+      expect(failureOf(exit).message).toBe(
+        "Patch partly applied: cannot write b.txt: i/o error. Applied: a.txt (could not be put back: i/o error). " +
+          "Not applied (as they were): b.txt."
+      )
+      expect(fs.readFileSync(box.path("project/a.txt"), "utf8")).toBe("ONE\n")
+      expect(fs.readFileSync(box.path("project/b.txt"), "utf8")).toBe("two\n")
+      expect(fs.readdirSync(box.path("project")).sort()).toEqual([".git", "a.txt", "b.txt"])
+    }))
+
+  it.scopedLive("a Latin-1 file is patched byte for byte", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup
+      const file = box.path("project/legacy.txt")
+      fs.writeFileSync(file, Buffer.from("caf\xe9\nold line\n\xa9 2024\n", "latin1"))
+      yield* run(tool, patch("*** Update File: legacy.txt", "@@ café", "-old line", "+new line, très bien"), makeContext().context)
+      expect(fs.readFileSync(file).equals(Buffer.from("caf\xe9\nnew line, tr\xe8s bien\n\xa9 2024\n", "latin1"))).toBe(true)
+      const exit = yield* Effect.exit(run(tool, patch("*** Update File: legacy.txt", "-© 2024", "+© 2024 ✓"), makeContext().context))
+      expect(failureOf(exit).message).toMatch(/^Patch not applied, no file was changed\. .*legacy\.txt is not valid UTF-8/)
     }))
 })

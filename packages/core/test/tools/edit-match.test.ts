@@ -65,6 +65,21 @@ describe("EditMatch cascade", () => {
     expect(EditMatch.blockAnchor.find(content, find)).toEqual([])
   })
 
+  it("block-anchor: a search whose first and last lines are everywhere gives up instead of comparing every block", () => {
+    // 34 000 lines, every third one "}": a 100-line search from "}" to "}" has ~11 000 starts and
+    // ~70 candidate ends each (minutes of edit distances before the work budget).
+    const content = Array.from({ length: 34_000 }, (_, index) => (index % 3 === 0 ? "}" : `  stmt ${index}`)).join("\n")
+    const find = ["}", ...Array.from({ length: 100 }, (_, index) => `  other ${index}`), "}"].join("\n")
+    expect(EditMatch.blockAnchor.find(content, find)).toEqual([])
+    expect(EditMatch.replace(content, find, "x")).toEqual(Either.left({ _tag: "NotFound" }))
+  }, 20_000)
+
+  it("replaceAll of 34 000 exact matches replaces each once", () => {
+    const content = Array.from({ length: 34_000 }, (_, index) => `v${index} = oldName(${index})`).join("\n")
+    const replaced = EditMatch.replace(content, "oldName", "newName", true)
+    expect(replaced).toEqual(Either.right({ content: content.replaceAll("oldName", "newName"), strategy: "exact", count: 34_000 }))
+  }, 20_000)
+
   it("whitespace-normalized: runs of whitespace count as one, inside a line", () => {
     const content = "const total = price  *  count;\n"
     const located = decidedBy("whitespace-normalized", content, "total = price * count")

@@ -13,6 +13,7 @@ import * as Tool from "../../src/Tool.js"
 import * as Edit from "../../src/tools/Edit.js"
 import * as FileLock from "../../src/tools/FileLock.js"
 import * as Read from "../../src/tools/Read.js"
+import { asRoot, diskKind, fullDisk, onDisk, strayFiles } from "./disk.js"
 
 /**
  * A ToolContext that records asks and answers them from `permission` rules (deny fails the call);
@@ -230,4 +231,94 @@ describe("edit: in the loop", () => {
         expect(part.state.metadata?.diff).toContain("-console.log('hello')\n+console.log('hello, world')")
       }).pipe(Effect.provide(runtime.layer))
     }))
+})
+
+describe("edit: a file is never half written", () => {
+  /** A file of `lines` lines, each with one "computeOldName". */
+  const bigText = (lines: number) =>
+    Array.from({ length: lines }, (_, index) => `const value${index} = computeOldName(input${index}) // x`).join("\n") + "\n"
+
+  it.scopedLive(`on a full disk (${diskKind}) the edit fails naming the error, the file is as it was and no temp file is left`, () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const dir = box.path("project/disk")
+      const original = bigText(20_000) // 1 MB, on a 4 MB disk
+      const { disk, filler } = yield* fullDisk(dir, { "big.ts": original }, 64 * 1024)
+      const edit = yield* Effect.provideService(Edit.make, Instance, box.instance).pipe(onDisk(disk))
+      const file = path.join(dir, "big.ts")
+      const exit = yield* Effect.exit(
+        run(edit, { filePath: file, oldString: "computeOldName", newString: "computeTheNewName", replaceAll: true }, makeContext().context)
+      )
+      expect(failureOf(exit).message).toBe(`Cannot write ${file}: no space left on device. The original file is unchanged.`)
+      expect(fs.readFileSync(file).equals(Buffer.from(original))).toBe(true)
+      expect(strayFiles(dir, ["big.ts", ...(filler ? [filler] : [])])).toEqual([])
+    }), 60_000)
+
+  it.scopedLive("keeps the file's mode (and owner, as root)", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      const file = box.path("project/run.sh")
+      fs.writeFileSync(file, "#!/bin/sh\necho one\n")
+      fs.chmodSync(file, 0o755)
+      if (asRoot) fs.chownSync(file, 1234, 2345)
+      yield* run(edit, { filePath: "run.sh", oldString: "one", newString: "two" }, makeContext().context)
+      expect(fs.readFileSync(file, "utf8")).toBe("#!/bin/sh\necho two\n")
+      const stat = fs.statSync(file)
+      expect(stat.mode & 0o7777).toBe(0o755)
+      if (asRoot) expect([stat.uid, stat.gid]).toEqual([1234, 2345])
+    }))
+
+  it.scopedLive("edits through a symlink: the link stays a link and its target changes", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      box.write("project/real/config.txt", "mode = old\n")
+      fs.symlinkSync("real/config.txt", box.path("project/config.txt"))
+      yield* run(edit, { filePath: "config.txt", oldString: "old", newString: "new" }, makeContext().context)
+      expect(fs.lstatSync(box.path("project/config.txt")).isSymbolicLink()).toBe(true)
+      expect(fs.readlinkSync(box.path("project/config.txt"))).toBe("real/config.txt")
+      expect(fs.readFileSync(box.path("project/real/config.txt"), "utf8")).toBe("mode = new\n")
+      expect(fs.readdirSync(box.path("project/real"))).toEqual(["config.txt"])
+    }))
+
+  it.scopedLive("a Latin-1 file is edited byte for byte: only the replaced bytes change", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      const file = box.path("project/legacy.txt")
+      const latin1 = (text: string) => Buffer.from(text, "latin1")
+      fs.writeFileSync(file, Buffer.concat([latin1("Caf\xe9 cr\xe8me\r\n"), latin1("one word here\r\n"), latin1("na\xefve \xa9 2024\r\n")]))
+      yield* run(edit, { filePath: "legacy.txt", oldString: "word", newString: "term" }, makeContext().context)
+      expect(fs.readFileSync(file).equals(latin1("Caf\xe9 cr\xe8me\r\none term here\r\nna\xefve \xa9 2024\r\n"))).toBe(true)
+      // What the model typed (UTF-8 in the call) matches the Latin-1 text, and is written as Latin-1.
+      yield* run(edit, { filePath: "legacy.txt", oldString: "Café crème", newString: "Café au lait, très bon" }, makeContext().context)
+      expect(fs.readFileSync(file).equals(latin1("Caf\xe9 au lait, tr\xe8s bon\r\none term here\r\nna\xefve \xa9 2024\r\n"))).toBe(true)
+      // A character Latin-1 cannot hold is refused, not converted.
+      const exit = yield* Effect.exit(run(edit, { filePath: "legacy.txt", oldString: "2024", newString: "2024 €" }, makeContext().context))
+      expect(failureOf(exit).message).toMatch(/legacy\.txt is not valid UTF-8, so it is edited as Latin-1 .* U\+20AC "€", which Latin-1 cannot hold/)
+      expect(fs.readFileSync(file).equals(latin1("Caf\xe9 au lait, tr\xe8s bon\r\none term here\r\nna\xefve \xa9 2024\r\n"))).toBe(true)
+    }))
+
+  it.scopedLive("replaceAll of 34 000 matches in a 1.6 MB file is right and quick, and the event loop keeps ticking", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      const original = bigText(34_000)
+      expect(original.length).toBeGreaterThan(1_600_000)
+      box.write("project/big.ts", original)
+      // A timer as a signal handler would see it: the longest wait between ticks while the edit runs.
+      let last = performance.now()
+      let longest = 0
+      const timer = setInterval(() => {
+        const now = performance.now()
+        longest = Math.max(longest, now - last)
+        last = now
+      }, 10)
+      const result = yield* run(
+        edit,
+        { filePath: "big.ts", oldString: "computeOldName", newString: "computeNewName", replaceAll: true },
+        makeContext().context
+      ).pipe(Effect.ensuring(Effect.sync(() => clearInterval(timer))))
+      expect(fs.readFileSync(box.path("project/big.ts"), "utf8")).toBe(original.replaceAll("computeOldName", "computeNewName"))
+      expect(result.metadata).toMatchObject({ additions: 34_000, deletions: 34_000 })
+      expect(String(result.metadata?.diff)).toMatch(/the whole change adds 34000 lines and removes 34000\)\n$/)
+      expect(longest).toBeLessThan(1_000)
+    }), 60_000)
 })

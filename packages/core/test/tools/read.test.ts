@@ -169,6 +169,26 @@ describe("read: text files", () => {
       expect(result.output).toBe(`<path>${box.path("project/empty.txt")}</path>\n<type>file</type>\n<content>\n(End of file - total 0 lines)\n</content>`)
     }))
 
+  it.scopedLive("a file that is not UTF-8 shows as Latin-1, with a note saying so, small or streamed", () =>
+    Effect.gen(function*() {
+      const { box, tool } = yield* setup()
+      fs.writeFileSync(box.path("project/legacy.txt"), Buffer.from("caf\xe9 cr\xe8me\n\xa9 2024\n", "latin1"))
+      const small = yield* run(tool, { filePath: "legacy.txt" }, makeContext().context)
+      expect(small.output).toContain("1: café crème\n2: © 2024\n\n(End of file - total 2 lines)\n(This file is not valid UTF-8. It is shown as Latin-1")
+      // Large: streamed, and the only Latin-1 byte comes long after the 50 KB the call shows.
+      const utf8Head = "ünïcödé line\n".repeat(10_000)
+      fs.writeFileSync(box.path("project/mixed.txt"), Buffer.concat([Buffer.from(utf8Head), Buffer.from("caf\xe9\n", "latin1")]))
+      const large = yield* run(tool, { filePath: "mixed.txt", limit: 2 }, makeContext().context)
+      // As the edit tools will see it: UTF-8's two bytes per "ü" are two Latin-1 characters.
+      expect(large.output).toContain("1: Ã¼nÃ¯cÃ¶dÃ© line\n2: Ã¼nÃ¯cÃ¶dÃ© line\n\n(Showing lines 1-2 of 10001.")
+      expect(large.output).toContain("(This file is not valid UTF-8.")
+      // A UTF-8 file, streamed too, has no note.
+      fs.writeFileSync(box.path("project/fine.txt"), utf8Head)
+      const fine = yield* run(tool, { filePath: "fine.txt", limit: 1 }, makeContext().context)
+      expect(fine.output).toContain("1: ünïcödé line\n\n(Showing lines 1-1 of 10000.")
+      expect(fine.output).not.toContain("not valid UTF-8")
+    }))
+
   it.scopedLive("CRLF files show without carriage returns", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()

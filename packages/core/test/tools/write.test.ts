@@ -11,6 +11,7 @@ import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
 import * as FileTimes from "../../src/tools/FileTimes.js"
 import * as Write from "../../src/tools/Write.js"
+import { asRoot, diskKind, fullDisk, onDisk, strayFiles } from "./disk.js"
 
 /**
  * A ToolContext that records asks and answers them from `permission` rules (deny fails the call);
@@ -141,5 +142,53 @@ describe("write: in the loop", () => {
         expect(part?.state.status === "completed" && part.state.output).toBe("Wrote file successfully.")
         expect(part?.state.status === "completed" && part.state.metadata?.diff).toContain("+# Title")
       }).pipe(Effect.provide(runtime.layer))
+    }))
+})
+
+describe("write: a file is never half written", () => {
+  it.scopedLive(`on a full disk (${diskKind}) the write fails naming the error; the file is as it was, no temp file is left`, () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const dir = box.path("project/disk")
+      const original = "original line\n".repeat(50_000) // 700 KB on a 4 MB disk
+      const { disk, filler } = yield* fullDisk(dir, { "data.txt": original, "keep.txt": "x" }, 64 * 1024)
+      const write = yield* Effect.provideService(Write.make, Instance, box.instance).pipe(onDisk(disk))
+      const file = path.join(dir, "data.txt")
+      const exit = yield* Effect.exit(run(write, { filePath: file, content: "a longer new line\n".repeat(50_000) }, makeContext().context))
+      expect(failureOf(exit).message).toBe(`Cannot write ${file}: no space left on device. The original file is unchanged.`)
+      expect(fs.readFileSync(file).equals(Buffer.from(original))).toBe(true)
+      // A new file that does not fit is not created, and its new directory goes too.
+      const fresh = path.join(dir, "new/dir/fresh.txt")
+      const created = yield* Effect.exit(run(write, { filePath: fresh, content: "x".repeat(1_000_000) }, makeContext().context))
+      expect(failureOf(created).message).toBe(`Cannot write ${fresh}: no space left on device. The file was not created.`)
+      expect(strayFiles(dir, ["data.txt", "keep.txt", ...(filler ? [filler] : [])])).toEqual([])
+    }), 60_000)
+
+  it.scopedLive("keeps the mode (and owner, as root); writes through a symlink to its target", () =>
+    Effect.gen(function*() {
+      const { box, write } = yield* setup
+      box.write("project/bin/tool", "#!/bin/sh\n")
+      fs.chmodSync(box.path("project/bin/tool"), 0o755)
+      if (asRoot) fs.chownSync(box.path("project/bin/tool"), 1234, 2345)
+      fs.symlinkSync("bin/tool", box.path("project/tool"))
+      yield* run(write, { filePath: "tool", content: "#!/bin/sh\necho hi\n" }, makeContext().context)
+      expect(fs.lstatSync(box.path("project/tool")).isSymbolicLink()).toBe(true)
+      expect(fs.readFileSync(box.path("project/bin/tool"), "utf8")).toBe("#!/bin/sh\necho hi\n")
+      const stat = fs.statSync(box.path("project/bin/tool"))
+      expect(stat.mode & 0o7777).toBe(0o755)
+      if (asRoot) expect([stat.uid, stat.gid]).toEqual([1234, 2345])
+    }))
+
+  it.scopedLive("a Latin-1 file stays Latin-1 when the new content fits, else becomes UTF-8 and the result says so", () =>
+    Effect.gen(function*() {
+      const { box, write } = yield* setup
+      const file = box.path("project/legacy.txt")
+      fs.writeFileSync(file, Buffer.from("caf\xe9\n", "latin1"))
+      const kept = yield* run(write, { filePath: "legacy.txt", content: "café crème\n" }, makeContext().context)
+      expect(fs.readFileSync(file).equals(Buffer.from("caf\xe9 cr\xe8me\n", "latin1"))).toBe(true)
+      expect(kept.output).toBe("Wrote file successfully.")
+      const converted = yield* run(write, { filePath: "legacy.txt", content: "café 5 €\n" }, makeContext().context)
+      expect(fs.readFileSync(file, "utf8")).toBe("café 5 €\n")
+      expect(converted.output).toMatch(/it is UTF-8 now, since the new content has U\+20AC "€"/)
     }))
 })
