@@ -47,7 +47,8 @@ describe("agent run", () => {
       const server = yield* MockOpenAIServer.start(["Late.", "Quiet."])
       const box = yield* project(server.url)
       const late = yield* agent(box, ["run", "review this"], {
-        stdinLater: [{ after: 6_000, text: "first part\n" }, { after: 12_000, text: "second part\n" }]
+        // the first byte within the grace window, the rest well after it
+        stdinLater: [{ after: 3_000, text: "first part\n" }, { after: 9_000, text: "second part\n" }]
       })
       expect(late.code, late.stderr).toBe(0)
       expect(late.stderr).not.toMatch(/nothing arrived/)

@@ -846,6 +846,9 @@ function make() {
     const steps = (): StepRecorder => {
       let scanned = false
       let forceScan = false
+      // `current` moved during a step that only refreshed its own files (a background scan, another
+      // session): it may hold a file as it was for a moment (a write's temp file), so the next step scans.
+      let rescan = false
       return {
         begin: () =>
           guarded(
@@ -853,9 +856,10 @@ function make() {
             lock.withPermits(1)(Effect.gen(function*() {
               if (disabled || !(yield* open)) return undefined
               // The first step of a run scans (the user may have edited files since the last run).
-              if (!scanned) {
+              if (!scanned || rescan) {
                 if (!(yield* scan)) return undefined
                 scanned = true
+                rescan = false
               }
               const start = current
               const id = remember(start)
@@ -881,6 +885,7 @@ function make() {
                 })
                 const delta = refresh(files)
                 const unchangedSince = current === start.root
+                if (!unchangedSince) rescan = true
                 yield* commit(delta)
                 // Only this step's own files, as they are now: changes other sessions made meanwhile
                 // stay theirs, and a background scan that already recorded one of these files (so it
