@@ -267,6 +267,23 @@ describe("sandbox: enforce", () => {
 })
 
 describe.runIf(real)("sandbox: processes", () => {
+  it.scopedLive("a command aborted while the machine is probed leaves the probe to the others", () =>
+    Effect.gen(function*() {
+      // A bwrap that takes its time, so the probe is still running when the first caller goes away.
+      const box = yield* TestInstance.sandbox({})
+      const bin = box.path("slow-bin")
+      fs.mkdirSync(bin)
+      fs.writeFileSync(path.join(bin, "bwrap"), `#!/bin/sh\nsleep 0.4\nexec ${BWRAP ?? "/usr/bin/bwrap"} "$@"\n`, { mode: 0o755 })
+      const instance = { ...box.instance, env: { ...box.instance.env, PATH: `${bin}:${process.env.PATH}` } }
+      const sandbox = yield* Effect.provide(Sandbox, yield* Layer.build(Sandbox.layer.pipe(Layer.provide(Layer.merge(Layer.succeed(Instance, instance), Bus.layer)))))
+      const first = yield* Effect.fork(sandbox.plan(undefined))
+      const second = yield* Effect.fork(sandbox.plan(undefined))
+      yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(first)
+      const plan = yield* Fiber.join(second)
+      expect(plan.active).toBe(true)
+    }))
+
   it.scopedLive("a background job outlives its command, as it would unsandboxed; what the sandbox held goes with it", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
