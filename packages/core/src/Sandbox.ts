@@ -146,7 +146,9 @@ function make(options: SandboxOptions) {
     const layerScope = yield* Effect.scope
     // Probed once, in the layer's scope: a caller interrupted while it runs (an aborted command) must
     // not leave the others waiting on an interrupted probe.
-    const probing = yield* Effect.cached(Effect.uninterruptible(Effect.forkIn(probe(instance.env), layerScope)))
+    const probing = yield* Effect.cached(
+      Effect.uninterruptible(Effect.forkIn(probe(instance.env).pipe(Effect.tapErrorCause(Effect.logError)), layerScope))
+    )
     const capabilities = Effect.flatMap(probing, Fiber.join)
     const warned = yield* Ref.make(false)
     const temporary = options.temporary ??
@@ -315,10 +317,14 @@ function make(options: SandboxOptions) {
           child.exitCode !== null || child.signalCode !== null
             ? release
             : Effect.async<void>((resume) => {
-              const done = () => resume(Effect.void)
+              let resumed = false
+              const done = () => {
+                if (!resumed) resume(Effect.void)
+                resumed = true
+              }
               child.once("exit", done)
               child.once("error", done)
-            }).pipe(Effect.andThen(release), Effect.forkIn(layerScope), Effect.asVoid),
+            }).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(layerScope), Effect.asVoid),
         release,
         blocked: (output) =>
           Effect.gen(function*() {
