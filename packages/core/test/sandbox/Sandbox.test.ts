@@ -235,6 +235,25 @@ describe.runIf(real)("sandbox: network", () => {
     }))
 })
 
+describe("sandbox: what the model is told", () => {
+  it.scopedLive("the bash description explains the agent's sandbox and the way out; nothing with the sandbox off", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const agent = (sandbox?: SandboxConfig) => TestToolContext.make(sandbox ? { sandbox } : {}).context.agent
+      const text = yield* tool.describe!(agent())
+      expect(text).toContain("Sandbox: commands run in an OS sandbox (workspace-write)")
+      expect(text).toContain("network: none")
+      expect(text).toContain("`unsandboxed: true`")
+      expect(yield* tool.describe!(agent({ mode: "read-only", network: ["registry.npmjs.org"] }))).toContain(
+        "(read-only) where this machine supports one. They can read everything, write nothing; the project's"
+      )
+      const off = yield* tool.describe!(agent({ mode: "off" }))
+      expect(off).not.toContain("Sandbox:")
+      expect(off).not.toMatch(/\n{3}/)
+      expect(off).toBe(tool.description)
+    }))
+})
+
 describe("sandbox: enforce", () => {
   it.scopedLive("required without bubblewrap on PATH: the command fails with the reason and does not run", () =>
     Effect.gen(function*() {
