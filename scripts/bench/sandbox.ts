@@ -48,6 +48,12 @@ const project = (root: string) => {
   }
 }
 
+/** CPU time (user + system) of this process's finished children so far, in ms (clock ticks of 10 ms; summed over many runs). */
+const childCpu = (): number => {
+  const fields = fs.readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[13]) + Number(fields[14])) * 10
+}
+
 /** Runs a spawned process to its end; resolves with the wall time. */
 const timeProcess = (file: string, args: ReadonlyArray<string>, env: Record<string, string>, cwd: string, statusFd: boolean) =>
   new Promise<number>((resolve, reject) => {
@@ -108,7 +114,8 @@ const program = Effect.gen(function*() {
       ms(median(samples.off)),
       ms(median(samples.on)),
       ms(median(added)),
-      `${ms(Math.min(...samples.off))} / ${ms(Math.min(...samples.on))}`
+      `${ms(Math.min(...samples.off))} / ${ms(Math.min(...samples.on))}`,
+      ""
     ])
   }
 
@@ -119,16 +126,24 @@ const program = Effect.gen(function*() {
   const processRows: Array<Array<string>> = []
   for (const command of ["true", "ls -R"]) {
     const samples = { off: [] as Array<number>, on: [] as Array<number> }
+    const cpu = { off: 0, on: 0 }
     for (let round = 0; round <= RUNS; round++) {
       const launch: Launch = yield* sandbox.prepare({ plan, argv: [shell, "-c", command], cwd: directory, env, keeper: "wait", tool: "bench" })
-      const plain = () => timeProcess(shell, ["-c", command], env, directory, false)
-      const boxed = () => timeProcess(launch.file, launch.args, launch.env, directory, launch.statusFd)
-      const order = round % 2 === 0 ? [plain, boxed] : [boxed, plain]
-      const [first, second] = [yield* Effect.promise(order[0]!), yield* Effect.promise(order[1]!)]
+      const run = (which: "off" | "on") => async () => {
+        const before = childCpu()
+        const wall = which === "off"
+          ? await timeProcess(shell, ["-c", command], env, directory, false)
+          : await timeProcess(launch.file, launch.args, launch.env, directory, launch.statusFd)
+        if (round > 0) cpu[which] += childCpu() - before
+        return wall
+      }
+      const order = round % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const)
+      const first = yield* Effect.promise(run(order[0]))
+      const second = yield* Effect.promise(run(order[1]))
       yield* launch.release
       if (round === 0) continue // warm-up
-      samples.off.push(order[0] === plain ? first : second)
-      samples.on.push(order[0] === plain ? second : first)
+      samples[order[0]].push(first)
+      samples[order[1]].push(second)
     }
     const added = samples.on.map((value, index) => value - samples.off[index]!)
     processRows.push([
@@ -136,11 +151,16 @@ const program = Effect.gen(function*() {
       ms(median(samples.off)),
       ms(median(samples.on)),
       ms(median(added)),
-      `${ms(Math.min(...samples.off))} / ${ms(Math.min(...samples.on))}`
+      `${ms(Math.min(...samples.off))} / ${ms(Math.min(...samples.on))}`,
+      `${ms(cpu.off / RUNS)} / ${ms(cpu.on / RUNS)}`
     ])
   }
 
-  const rows = [["", "unsandboxed", "sandboxed", "added (median of pairs)", "min off / on"], ...toolRows, ...processRows]
+  const rows = [
+    ["", "unsandboxed", "sandboxed", "added (median of pairs)", "min off / on", "CPU off / on (children)"],
+    ...toolRows,
+    ...processRows
+  ]
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
   console.log(`bubblewrap ${check.capabilities.bwrap?.version}, ${RUNS} interleaved runs each, load ${os.loadavg()[0]!.toFixed(2)}, ${os.cpus().length} cores`)
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "))

@@ -139,19 +139,26 @@ export const runShell = (
     if (where === undefined) {
       return describeRun(command, timeoutMs, yield* exec({ file: argv[0], args: argv.slice(1), env: envOf(instance) }, options))
     }
-    const prepared = yield* Effect.either(where.sandbox.prepare({
-      plan: where.plan,
-      argv,
-      cwd: instance.directory,
-      env: envOf(instance),
-      // The output is awaited anyway: background jobs end with the command.
-      keeper: "exec",
-      tool: "command"
-    }))
-    if (prepared._tag === "Left") return `[could not run \`${command}\`: ${prepared.left.message}]`
-    const launch = prepared.right
-    const result = yield* exec(launch, options).pipe(Effect.ensuring(launch.release))
-    const blocked = launch.sandboxed ? yield* launch.blocked(`${result.stdout}\n${result.stderr}`) : []
+    const ran = yield* Effect.either(Effect.acquireUseRelease(
+      where.sandbox.prepare({
+        plan: where.plan,
+        argv,
+        cwd: instance.directory,
+        env: envOf(instance),
+        // The output is awaited anyway: background jobs end with the command.
+        keeper: "exec",
+        tool: "command"
+      }),
+      (launch) =>
+        Effect.gen(function*() {
+          const result = yield* exec(launch, options)
+          const blocked = launch.sandboxed ? yield* launch.blocked(`${result.stdout}\n${result.stderr}`) : []
+          return { result, blocked }
+        }),
+      (launch) => launch.release
+    ))
+    if (ran._tag === "Left") return `[could not run \`${command}\`: ${ran.left.message}]`
+    const { blocked, result } = ran.right
     const text = describeRun(command, timeoutMs, result)
     if (blocked.length === 0) return text
     const what = blocked.map((entry) => entry.kind === "write" ? `writing to ${entry.target}` : `a connection to ${entry.target}`)

@@ -1,5 +1,5 @@
 import type { SandboxConfig, SessionID } from "@agent/domain"
-import { Context, Effect, ExecutionStrategy, Exit, Layer, Ref, Schema, Scope } from "effect"
+import { Context, Effect, ExecutionStrategy, Exit, Fiber, Layer, Ref, Schema, Scope } from "effect"
 import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -144,7 +144,12 @@ function make(options: SandboxOptions) {
     const instance = yield* Instance
     const bus = yield* Bus
     const layerScope = yield* Effect.scope
-    const capabilities = yield* Effect.cached(probe(instance.env))
+    // Probed once, in the layer's scope: a caller interrupted while it runs (an aborted command) must
+    // not leave the others waiting on an interrupted probe.
+    const probing = yield* Effect.cached(
+      Effect.uninterruptible(Effect.forkIn(probe(instance.env).pipe(Effect.tapErrorCause(Effect.logError)), layerScope))
+    )
+    const capabilities = Effect.flatMap(probing, Fiber.join)
     const warned = yield* Ref.make(false)
     const temporary = options.temporary ??
       [...new Set(["/tmp", instance.env.TMPDIR].filter((dir): dir is string => dir !== undefined && path.isAbsolute(dir)))]
@@ -239,7 +244,12 @@ function make(options: SandboxOptions) {
       return { settings, active: false, unavailable } satisfies SandboxPlan
     })
 
+    // Uninterruptible: what it holds (placeholders, a proxy) is either handed over in the launch or freed.
     const prepare = Effect.fn("Sandbox.prepare")(function*(request: SandboxRequest) {
+      return yield* Effect.uninterruptible(prepareLaunch(request))
+    })
+
+    const prepareLaunch = (request: SandboxRequest) => Effect.gen(function*() {
       const { settings } = request.plan
       if (request.unsandboxed || settings.mode === "off") return unsandboxedLaunch(request)
       if (!request.plan.active) {
@@ -307,10 +317,14 @@ function make(options: SandboxOptions) {
           child.exitCode !== null || child.signalCode !== null
             ? release
             : Effect.async<void>((resume) => {
-              const done = () => resume(Effect.void)
+              let resumed = false
+              const done = () => {
+                if (!resumed) resume(Effect.void)
+                resumed = true
+              }
               child.once("exit", done)
               child.once("error", done)
-            }).pipe(Effect.andThen(release), Effect.forkIn(layerScope), Effect.asVoid),
+            }).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(layerScope), Effect.asVoid),
         release,
         blocked: (output) =>
           Effect.gen(function*() {

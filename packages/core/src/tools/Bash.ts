@@ -155,6 +155,8 @@ interface Running {
   readonly done: Deferred.Deferred<ShellExit, Error>
   /** When SIGTERM went to the group, so a second termination does not restart the grace period. */
   terminatedAt?: number
+  /** How it was started (sandboxed or not), and what to free when it has exited. */
+  readonly launch: Launch
   /** The sandbox came up (always true unsandboxed). */
   ready: boolean
 }
@@ -206,7 +208,7 @@ const start = (launch: Launch, cwd: string) =>
           // not have read it yet) is read first: finish from the check phase that follows.
           drain = setTimeout(() => setImmediate(() => finish(Exit.succeed(exited!))), DRAIN_MS)
         }
-        const running: Running = { child, output, done, ready: !launch.statusFd }
+        const running: Running = { child, output, done, launch, ready: !launch.statusFd }
         // The sandbox's keeper says when it is up and when the command's shell has exited; the
         // sandbox itself lives on while the command's background jobs do.
         const status = child.stdio[3] as NodeJS.ReadableStream | undefined
@@ -371,19 +373,18 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
         }
 
         const shell = shellFor(instance)
-        const launch = yield* sandbox.prepare({
-          plan,
-          unsandboxed: escape,
-          argv: [shell, "-c", params.command],
-          cwd: workdir,
-          env,
-          keeper: "wait",
-          tool: TOOL,
-          sessionID: ctx.sessionID,
-          callID: ctx.callID
-        }).pipe(Effect.mapError((error) => fail(error.message)))
-        const { ending, exit, text } = yield* Effect.acquireUseRelease(
-          start(launch, workdir),
+        const { ending, exit, launch, text } = yield* Effect.acquireUseRelease(
+          sandbox.prepare({
+            plan,
+            unsandboxed: escape,
+            argv: [shell, "-c", params.command],
+            cwd: workdir,
+            env,
+            keeper: "wait",
+            tool: TOOL,
+            sessionID: ctx.sessionID,
+            callID: ctx.callID
+          }).pipe(Effect.mapError((error) => fail(error.message)), Effect.flatMap((launch) => start(launch, workdir))),
           (running) =>
             Effect.gen(function*() {
               yield* ctx.metadata({ metadata: { output: "", description: params.description } })
@@ -417,12 +418,14 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
                 return yield* fail(`The sandbox could not start, so the command did not run: ${running.output.text().trim() || "bubblewrap failed without a message"}`)
               }
               const exit: ShellExit = outcome?._tag === "Right" ? outcome.right : { code: null, signal: null }
-              return { ending, exit, text: running.output.text() }
+              return { ending, exit, launch: running.launch, text: running.output.text() }
             }),
           (running, result) =>
             release(running, !(Exit.isSuccess(result) && result.value.ending === "exit")).pipe(
               // The sandbox is gone with the command (no background jobs): free what it held before returning.
-              Effect.zipRight(running.child.exitCode !== null || running.child.signalCode !== null ? launch.release : Effect.void)
+              Effect.zipRight(
+                running.child.exitCode !== null || running.child.signalCode !== null ? running.launch.release : Effect.void
+              )
             )
         )
 

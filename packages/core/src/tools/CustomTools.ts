@@ -246,20 +246,25 @@ const sandboxedShell = (
       Runtime.runPromise(runtime)(
         Effect.gen(function*() {
           const cwd = path.resolve(instance.directory, options.cwd ?? ".")
-          const launch = yield* sandbox.prepare({
-            plan,
-            argv: [shellFor(instance), "-c", command],
-            cwd,
-            env,
-            keeper: "exec",
-            tool: id,
-            sessionID: context.sessionID,
-            callID: context.callID
-          })
-          const result = yield* exec(launch, { cwd, timeoutMs: options.timeout ?? 120_000, maxBytes: 16 * 1024 * 1024 }).pipe(
-            Effect.ensuring(launch.release)
+          const { blocked, launch, result } = yield* Effect.acquireUseRelease(
+            sandbox.prepare({
+              plan,
+              argv: [shellFor(instance), "-c", command],
+              cwd,
+              env,
+              keeper: "exec",
+              tool: id,
+              sessionID: context.sessionID,
+              callID: context.callID
+            }),
+            (launch) =>
+              Effect.gen(function*() {
+                const result = yield* exec(launch, { cwd, timeoutMs: options.timeout ?? 120_000, maxBytes: 16 * 1024 * 1024 })
+                const blocked = launch.sandboxed ? yield* launch.blocked(`${result.stdout}\n${result.stderr}`) : []
+                return { blocked, launch, result }
+              }),
+            (launch) => launch.release
           )
-          const blocked = launch.sandboxed ? yield* launch.blocked(`${result.stdout}\n${result.stderr}`) : []
           if (result.error !== undefined) return yield* Effect.fail(new Error(`could not run the command: ${result.error}`))
           return {
             exitCode: result.timedOut ? null : result.code,

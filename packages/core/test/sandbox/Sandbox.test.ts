@@ -235,6 +235,25 @@ describe.runIf(real)("sandbox: network", () => {
     }))
 })
 
+describe("sandbox: what the model is told", () => {
+  it.scopedLive("the bash description explains the agent's sandbox and the way out; nothing with the sandbox off", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const agent = (sandbox?: SandboxConfig) => TestToolContext.make(sandbox ? { sandbox } : {}).context.agent
+      const text = yield* tool.describe!(agent())
+      expect(text).toContain("Sandbox: commands run in an OS sandbox (workspace-write)")
+      expect(text).toContain("network: none")
+      expect(text).toContain("`unsandboxed: true`")
+      expect(yield* tool.describe!(agent({ mode: "read-only", network: ["registry.npmjs.org"] }))).toContain(
+        "(read-only) where this machine supports one. They can read everything, write nothing; the project's"
+      )
+      const off = yield* tool.describe!(agent({ mode: "off" }))
+      expect(off).not.toContain("Sandbox:")
+      expect(off).not.toMatch(/\n{3}/)
+      expect(off).toBe(tool.description)
+    }))
+})
+
 describe("sandbox: enforce", () => {
   it.scopedLive("required without bubblewrap on PATH: the command fails with the reason and does not run", () =>
     Effect.gen(function*() {
@@ -267,6 +286,23 @@ describe("sandbox: enforce", () => {
 })
 
 describe.runIf(real)("sandbox: processes", () => {
+  it.scopedLive("a command aborted while the machine is probed leaves the probe to the others", () =>
+    Effect.gen(function*() {
+      // A bwrap that takes its time, so the probe is still running when the first caller goes away.
+      const box = yield* TestInstance.sandbox({})
+      const bin = box.path("slow-bin")
+      fs.mkdirSync(bin)
+      fs.writeFileSync(path.join(bin, "bwrap"), `#!/bin/sh\nsleep 0.4\nexec ${BWRAP ?? "/usr/bin/bwrap"} "$@"\n`, { mode: 0o755 })
+      const instance = { ...box.instance, env: { ...box.instance.env, PATH: `${bin}:${process.env.PATH}` } }
+      const sandbox = yield* Effect.provide(Sandbox, yield* Layer.build(Sandbox.layer.pipe(Layer.provide(Layer.merge(Layer.succeed(Instance, instance), Bus.layer)))))
+      const first = yield* Effect.fork(sandbox.plan(undefined))
+      const second = yield* Effect.fork(sandbox.plan(undefined))
+      yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(first)
+      const plan = yield* Fiber.join(second)
+      expect(plan.active).toBe(true)
+    }))
+
   it.scopedLive("a background job outlives its command, as it would unsandboxed; what the sandbox held goes with it", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
