@@ -285,12 +285,14 @@ describe("apply_patch: no file is half written", () => {
           makeContext().context
         )
       )
+      expect(fs.readFileSync(path.join(dir, "a.txt"), "utf8")).toBe("one\ntwo\n")
+      expect(fs.statSync(path.join(dir, "b.txt")).size).toBe(big.length)
+      expect(fs.readFileSync(path.join(dir, "b.txt")).equals(Buffer.from(big))).toBe(true)
+      expect(fs.existsSync(path.join(dir, "c.txt"))).toBe(false)
       expect(failureOf(exit).message).toBe(
         "Patch not applied: cannot write disk/b.txt: no space left on device. " +
           "No file was changed: disk/a.txt, disk/b.txt, disk/c.txt are as they were."
       )
-      expect(fs.readFileSync(path.join(dir, "a.txt"), "utf8")).toBe("one\ntwo\n")
-      expect(fs.readFileSync(path.join(dir, "b.txt")).equals(Buffer.from(big))).toBe(true)
       expect(strayFiles(dir, ["a.txt", "b.txt", ...(filler ? [filler] : [])])).toEqual([])
     }), 60_000)
 

@@ -246,11 +246,14 @@ describe("edit: a file is never half written", () => {
       const { disk, filler } = yield* fullDisk(dir, { "big.ts": original }, 64 * 1024)
       const edit = yield* Effect.provideService(Edit.make, Instance, box.instance).pipe(onDisk(disk))
       const file = path.join(dir, "big.ts")
+      // 160 KB more than the file had: the disk has 64 KB.
+      const added = Array.from({ length: 4_000 }, (_, index) => `export const added${index} = ${index} // more`).join("\n")
       const exit = yield* Effect.exit(
-        run(edit, { filePath: file, oldString: "computeOldName", newString: "computeTheNewName", replaceAll: true }, makeContext().context)
+        run(edit, { filePath: file, oldString: "const value19999 =", newString: `${added}\nconst value19999 =` }, makeContext().context)
       )
-      expect(failureOf(exit).message).toBe(`Cannot write ${file}: no space left on device. The original file is unchanged.`)
+      expect(fs.statSync(file).size).toBe(original.length)
       expect(fs.readFileSync(file).equals(Buffer.from(original))).toBe(true)
+      expect(failureOf(exit).message).toBe(`Cannot write ${file}: no space left on device. The original file is unchanged.`)
       expect(strayFiles(dir, ["big.ts", ...(filler ? [filler] : [])])).toEqual([])
     }), 60_000)
 
