@@ -324,4 +324,23 @@ describe("edit: a file is never half written", () => {
       expect(String(result.metadata?.diff)).toMatch(/the whole change adds 34000 lines and removes 34000\)\n$/)
       expect(longest).toBeLessThan(1_000)
     }), 60_000)
+
+  it.scopedLive("a timeout is honoured during a big edit: the call ends at once, the file whole (as it was, or edited)", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      const original = bigText(34_000)
+      box.write("project/big.ts", original)
+      const started = performance.now()
+      // 100 ms: past the file's load, in the middle of the matching and diffing (a fast machine may finish first).
+      const outcome = yield* run(
+        edit,
+        { filePath: "big.ts", oldString: "computeOldName", newString: "computeNewName", replaceAll: true },
+        makeContext().context
+      ).pipe(Effect.timeoutOption("100 millis"))
+      expect(performance.now() - started).toBeLessThan(2_000)
+      expect(fs.readFileSync(box.path("project/big.ts"), "utf8")).toBe(
+        outcome._tag === "None" ? original : original.replaceAll("computeOldName", "computeNewName")
+      )
+      expect(fs.readdirSync(box.path("project")).sort()).toEqual([".git", "big.ts"])
+    }), 60_000)
 })
