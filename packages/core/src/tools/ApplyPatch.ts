@@ -2,12 +2,12 @@ import { Effect, Either, Schema } from "effect"
 import { Instance, type InstanceInfo } from "../Instance.js"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
-import * as EditMatch from "./EditMatch.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileDiff from "./FileDiff.js"
 import * as FileDisk from "./FileDisk.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
+import { applyHunks, type Hunk } from "./PatchHunks.js"
 import * as PatchWrite from "./PatchWrite.js"
 import { pathPatterns } from "./PathRules.js"
 import * as TextEncoding from "./TextEncoding.js"
@@ -27,16 +27,6 @@ const TOOL = "apply_patch"
 //   *** End of File             (optional: the hunk ends at the end of the file)
 //   *** End Patch
 
-export interface Hunk {
-  /** The text after `@@`: a line to find before looking for the hunk's lines. */
-  readonly context?: string
-  readonly oldLines: ReadonlyArray<string>
-  readonly newLines: ReadonlyArray<string>
-  readonly endOfFile: boolean
-  /** 1-based line of the hunk in the patch. */
-  readonly line: number
-}
-
 export type Operation =
   | { readonly type: "add"; readonly path: string; readonly content: string; readonly line: number }
   | { readonly type: "delete"; readonly path: string; readonly line: number }
@@ -47,6 +37,8 @@ export type Operation =
     readonly hunks: ReadonlyArray<Hunk>
     readonly line: number
   }
+
+export { applyHunks, type Hunk }
 
 const BEGIN = "*** Begin Patch"
 const END = "*** End Patch"
@@ -165,59 +157,6 @@ export const parse = (patchText: string): Either.Either<ReadonlyArray<Operation>
   }
   if (operations.length === 0) return error(0, "the patch contains no file operations")
   return Either.right(operations)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Applying hunks to text (pure)
-
-const countNewlines = (text: string) => {
-  let count = 0
-  for (let index = text.indexOf("\n"); index !== -1; index = text.indexOf("\n", index + 1)) count++
-  return count
-}
-
-/** Applies the hunks of one file in order; each is looked for after the previous one. */
-export const applyHunks = (text: string, hunks: ReadonlyArray<Hunk>, path: string): Either.Either<string, string> => {
-  const lines = text.split("\n")
-  let cursor = 0
-  for (const hunk of hunks) {
-    if (hunk.context !== undefined) {
-      const wanted = hunk.context.trim()
-      let found = lines.findIndex((line, index) => index >= cursor && line.trim() === wanted)
-      if (found === -1) found = lines.findIndex((line, index) => index >= cursor && line.includes(wanted))
-      if (found === -1) return Either.left(`line ${hunk.line}: could not find the context line "@@ ${hunk.context}" in ${path}`)
-      cursor = found + 1
-    }
-    const oldLines = [...hunk.oldLines]
-    const newLines = [...hunk.newLines]
-    // Blank context at the end of a hunk says nothing about where it goes.
-    while (oldLines.length > 0 && newLines.length > 0 && oldLines[oldLines.length - 1] === "" && newLines[newLines.length - 1] === "") {
-      oldLines.pop()
-      newLines.pop()
-    }
-    if (oldLines.length === 0) {
-      // A pure addition: after the context line, else at the end of the file.
-      const at = hunk.context !== undefined ? cursor : lines[lines.length - 1] === "" ? lines.length - 1 : lines.length
-      lines.splice(at, 0, ...newLines)
-      cursor = at + newLines.length
-      continue
-    }
-    const content = lines.join("\n")
-    const from = lines.slice(0, cursor).reduce((total, line) => total + line.length + 1, 0)
-    const located = EditMatch.locate(content, oldLines.join("\n"), { from, lineAligned: true })
-    if (located === undefined) {
-      const expected = oldLines.map((line) => `  ${line}`).join("\n")
-      return Either.left(`line ${hunk.line}: could not find the lines of this hunk in ${path}:\n${expected}`)
-    }
-    const range = hunk.endOfFile
-      ? located.ranges.find((candidate) => candidate.end >= content.trimEnd().length) ?? located.ranges[located.ranges.length - 1]!
-      : located.ranges[0]!
-    const first = countNewlines(content.slice(0, range.start))
-    const count = countNewlines(content.slice(range.start, range.end)) + 1
-    lines.splice(first, count, ...newLines)
-    cursor = first + newLines.length
-  }
-  return Either.right(lines.join("\n"))
 }
 
 // ---------------------------------------------------------------------------------------------

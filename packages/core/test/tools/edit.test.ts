@@ -246,11 +246,14 @@ describe("edit: a file is never half written", () => {
       const { disk, filler } = yield* fullDisk(dir, { "big.ts": original }, 64 * 1024)
       const edit = yield* Effect.provideService(Edit.make, Instance, box.instance).pipe(onDisk(disk))
       const file = path.join(dir, "big.ts")
+      // 160 KB more than the file had: the disk has 64 KB.
+      const added = Array.from({ length: 4_000 }, (_, index) => `export const added${index} = ${index} // more`).join("\n")
       const exit = yield* Effect.exit(
-        run(edit, { filePath: file, oldString: "computeOldName", newString: "computeTheNewName", replaceAll: true }, makeContext().context)
+        run(edit, { filePath: file, oldString: "const value19999 =", newString: `${added}\nconst value19999 =` }, makeContext().context)
       )
-      expect(failureOf(exit).message).toBe(`Cannot write ${file}: no space left on device. The original file is unchanged.`)
+      expect(fs.statSync(file).size).toBe(original.length)
       expect(fs.readFileSync(file).equals(Buffer.from(original))).toBe(true)
+      expect(failureOf(exit).message).toBe(`Cannot write ${file}: no space left on device. The original file is unchanged.`)
       expect(strayFiles(dir, ["big.ts", ...(filler ? [filler] : [])])).toEqual([])
     }), 60_000)
 
@@ -320,5 +323,24 @@ describe("edit: a file is never half written", () => {
       expect(result.metadata).toMatchObject({ additions: 34_000, deletions: 34_000 })
       expect(String(result.metadata?.diff)).toMatch(/the whole change adds 34000 lines and removes 34000\)\n$/)
       expect(longest).toBeLessThan(1_000)
+    }), 60_000)
+
+  it.scopedLive("a timeout is honoured during a big edit: the call ends at once, the file whole (as it was, or edited)", () =>
+    Effect.gen(function*() {
+      const { box, edit } = yield* setup
+      const original = bigText(34_000)
+      box.write("project/big.ts", original)
+      const started = performance.now()
+      // 100 ms: past the file's load, in the middle of the matching and diffing (a fast machine may finish first).
+      const outcome = yield* run(
+        edit,
+        { filePath: "big.ts", oldString: "computeOldName", newString: "computeNewName", replaceAll: true },
+        makeContext().context
+      ).pipe(Effect.timeoutOption("100 millis"))
+      expect(performance.now() - started).toBeLessThan(2_000)
+      expect(fs.readFileSync(box.path("project/big.ts"), "utf8")).toBe(
+        outcome._tag === "None" ? original : original.replaceAll("computeOldName", "computeNewName")
+      )
+      expect(fs.readdirSync(box.path("project")).sort()).toEqual([".git", "big.ts"])
     }), 60_000)
 })

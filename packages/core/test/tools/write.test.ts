@@ -154,9 +154,10 @@ describe("write: a file is never half written", () => {
       const { disk, filler } = yield* fullDisk(dir, { "data.txt": original, "keep.txt": "x" }, 64 * 1024)
       const write = yield* Effect.provideService(Write.make, Instance, box.instance).pipe(onDisk(disk))
       const file = path.join(dir, "data.txt")
-      const exit = yield* Effect.exit(run(write, { filePath: file, content: "a longer new line\n".repeat(50_000) }, makeContext().context))
-      expect(failureOf(exit).message).toBe(`Cannot write ${file}: no space left on device. The original file is unchanged.`)
+      const exit = yield* Effect.exit(run(write, { filePath: file, content: original + "one more line\n".repeat(10_000) }, makeContext().context))
+      expect(fs.statSync(file).size).toBe(original.length)
       expect(fs.readFileSync(file).equals(Buffer.from(original))).toBe(true)
+      expect(failureOf(exit).message).toBe(`Cannot write ${file}: no space left on device. The original file is unchanged.`)
       // A new file that does not fit is not created, and its new directory goes too.
       const fresh = path.join(dir, "new/dir/fresh.txt")
       const created = yield* Effect.exit(run(write, { filePath: fresh, content: "x".repeat(1_000_000) }, makeContext().context))
