@@ -15,15 +15,16 @@ export interface ModelCall<Tag> {
  * answer had been sent; a recorded call is held `delayOf()` ms first (the model "thinking").
  */
 export const modelProxy = <Tag>(
-  target: string,
+  /** The upstream base URL, or a function giving the current one (read per request). */
+  target: string | (() => string),
   classify: (request: { readonly method: string; readonly url: string; readonly body: string }) => Tag | undefined,
   delayOf: () => number = () => 0
 ) =>
   Effect.acquireRelease(
     Effect.async<{ readonly url: string; readonly calls: Array<ModelCall<Tag>>; readonly server: http.Server }>((resume) => {
       const calls: Array<ModelCall<Tag>> = []
-      const upstream = new URL(target)
       const server = http.createServer((request, response) => {
+        const upstream = new URL(typeof target === "string" ? target : target())
         const arrived = performance.now()
         const body: Array<Buffer> = []
         request.on("data", (chunk: Buffer) => body.push(chunk))

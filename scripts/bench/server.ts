@@ -16,158 +16,52 @@
  *    from a fixed seed), as model calls do: the sessions drift apart after their first answers
  *    and a step waits only for the work that happens to arrive with it.
  *
- * Run after `pnpm build`: `pnpm bench:server`. Targets (issue 9): p99 ≤ 50 ms per step, peak
- * RSS of the server ≤ 400 MiB.
+ * 4. Soak: one server, BENCH_SOAK_ROUNDS (default 30) rounds of BENCH_SOAK_SESSIONS (20) new
+ *    sessions × BENCH_SOAK_STEPS (50) steps, the model answering at once; after each round the
+ *    server's RSS (from /proc: anonymous, file-backed, shared) and its JS breakdown (heap,
+ *    external, array buffers, from `GET /global/memory`). A server that leaks grows every round.
+ *
+ * Run after `pnpm build`: `pnpm bench:server`; BENCH_PHASES=soak (or busy,paced,varied in any
+ * combination) runs only those phases. Targets (issue 9): p99 ≤ 50 ms per step, peak RSS of the
+ * server ≤ 400 MiB; the soak's RSS levels off under 400 MiB.
  */
-import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
+import { MockOpenAIServer } from "@agent/testing"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { modelProxy } from "./ModelProxy.js"
+import { cpuMsOf, runSessions, startServe, statusOf, turn } from "./ServeProcess.js"
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
-// The bundle is what `agent` runs (the package's bin); BENCH_SERVER_BIN=packages/cli/dist/bin.js runs the
-// unbundled build, whose profile names each library's files.
-const bin = process.env.BENCH_SERVER_BIN ?? fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
+const PHASES = new Set((process.env.BENCH_PHASES ?? "busy,paced,varied,soak").split(",").map((name) => name.trim()))
 
 const percentile = (values: Array<number>, p: number) => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!
 }
+const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0)
 
-// Every session calls the same model; each call looks at how far its own session got. The
-// offsets differ from one call to the next, or the doom-loop guard would (rightly) step in.
-const turn = (request: MockOpenAIServer.ChatCompletionRequest) => {
-  if (!request.tools) return "Bench session" // the title
-  const done = request.messages.filter((entry) => entry.role === "tool").length
-  return done < STEPS - 1 ? [ScriptedModel.toolCall("read", { filePath: "notes.txt", offset: (done % 10) + 1, limit: 5 })] : "done"
-}
-
-/** CPU time (user + system, ms) a process has used so far, from the kernel (Linux; 100 ticks/s). */
-const cpuMsOf = (pid: number) => {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
-
-/** Peak resident memory of a process, from the kernel (Linux). */
-const peakRssOf = (pid: number) => {
-  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
-}
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-server-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
 
 /** One run: a fresh server, SESSIONS sessions prompted at once, each model call held for `delayOf()` ms. */
 const phase = (delayOf: () => number) =>
   Effect.scoped(Effect.gen(function*() {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-server-"))
-    yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-    const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn))
+    const dir = yield* tempDir
+    const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn(STEPS)))
     // Tool-calling requests (not the title's), by the session marker in their prompt.
     const proxy = yield* modelProxy(model.url, ({ body }) => {
       const marker = /bench-session-(\d+)/.exec(body)
       return marker && body.includes('"tools":') ? Number(marker[1]) : undefined
     }, delayOf)
-    const project = path.join(dir, "project")
-    fs.mkdirSync(project, { recursive: true })
-    fs.writeFileSync(path.join(project, "notes.txt"), "hello\n".repeat(20))
-    fs.writeFileSync(
-      path.join(project, "agent.json"),
-      JSON.stringify({
-        model: "mock/model",
-        provider: { mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: proxy.url }, models: { model: {} } } }
-      })
-    )
-    // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the server.
-    const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean)
-    const child = spawn(process.execPath, [...nodeArgs, bin, "serve", "--port", "0"], {
-      cwd: project,
-      env: {
-        ...process.env,
-        HOME: dir,
-        XDG_DATA_HOME: path.join(dir, "data"),
-        XDG_CONFIG_HOME: path.join(dir, "config"),
-        AGENT_MANAGED_DIR: path.join(dir, "managed")
-      },
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
-    const url = yield* Effect.promise(() =>
-      new Promise<string>((resolve, reject) => {
-        let out = ""
-        child.stdout!.on("data", (chunk: Buffer) => {
-          out += chunk.toString()
-          const match = /listening on (http:\/\/\S+)/.exec(out)
-          if (match) resolve(match[1]!)
-        })
-        child.on("exit", (code) => reject(new Error(`agent serve exited with ${code}`)))
-      })
-    )
-
-    const result = yield* Effect.promise(async () => {
-      const post = (route: string, body: unknown) =>
-        fetch(`${url}${route}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
-      const sessions = await Promise.all(Array.from({ length: SESSIONS }, (_, index) =>
-        post("/session", { title: `bench ${index}` }).then((response) => response.json() as Promise<{ id: string }>)))
-      const finishes = new Map<string, Array<number>>(sessions.map((session) => [session.id, []]))
-      const seenFinish = new Set<string>()
-      let idle = 0
-      let events = 0
-      let bytes = 0
-
-      const stream = await fetch(`${url}/event`)
-      const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader()
-      const allIdle = (async () => {
-        let buffer = ""
-        while (idle < SESSIONS) {
-          const { done, value } = await reader.read()
-          if (done) throw new Error("event stream ended early")
-          buffer += value
-          bytes += value.length
-          const frames = buffer.split("\n\n")
-          buffer = frames.pop()!
-          const now = performance.now()
-          for (const frame of frames) {
-            const line = frame.split("\n").find((entry) => entry.startsWith("data: "))
-            if (!line) continue
-            events++
-            const event = JSON.parse(line.slice(6))
-            if (process.env.BENCH_TRACE) console.log(event.type, JSON.stringify(event.properties).slice(0, 200))
-            if (event.type === "message.part.updated" && event.properties.part.type === "step-finish") {
-              if (seenFinish.has(event.properties.part.id)) continue
-              seenFinish.add(event.properties.part.id)
-              finishes.get(event.properties.part.sessionID)?.push(now)
-            }
-            if (event.type === "session.status" && event.properties.status.type === "idle" && finishes.has(event.properties.sessionID)) idle++
-          }
-        }
-        await reader.cancel()
-      })()
-
-      const started = performance.now()
-      const cpuBefore = cpuMsOf(child.pid!)
-      const starts = new Map<string, number>()
-      await Promise.all(sessions.map((session, index) => {
-        starts.set(session.id, performance.now())
-        return post(`/session/${session.id}/prompt_async`, { parts: [{ type: "text", text: `Read the notes (bench-session-${index}).` }] })
-      }))
-      await allIdle
-      const wall = performance.now() - started
-      const serverCpu = cpuMsOf(child.pid!) - cpuBefore
-
-      const perStep: Array<number> = []
-      for (const [id, times] of finishes) {
-        if (times.length !== STEPS) throw new Error(`session ${id} finished ${times.length} steps, expected ${STEPS}`)
-        let previous = starts.get(id)!
-        for (const at of times) {
-          perStep.push(at - previous)
-          previous = at
-        }
-      }
-      return { wall, perStep, events, bytes, serverCpu }
-    })
+    const server = yield* startServe(dir, proxy.url)
+    const cpuBefore = cpuMsOf(server.pid)
+    const result = yield* Effect.promise(() => runSessions(server.url, { sessions: SESSIONS, steps: STEPS }))
+    const serverCpu = cpuMsOf(server.pid) - cpuBefore
     // From the end of one model answer to the session's next model call.
     const overhead: Array<number> = []
     for (let session = 0; session < SESSIONS; session++) {
@@ -175,51 +69,122 @@ const phase = (delayOf: () => number) =>
       if (calls.length !== STEPS) throw new Error(`session ${session} made ${calls.length} model calls, expected ${STEPS}`)
       for (let index = 1; index < calls.length; index++) overhead.push(calls[index]!.arrived - calls[index - 1]!.answered)
     }
-    const peakRss = peakRssOf(child.pid!)
-    // A graceful stop (and, when profiling, time to write the profile) before the finalizer's SIGKILL.
-    yield* Effect.promise(() =>
-      new Promise<void>((resolve) => {
-        child.once("exit", () => resolve())
-        child.kill("SIGTERM")
-        setTimeout(resolve, 10_000).unref()
-      })
-    )
-    return { ...result, overhead, peakRss }
+    const peakRss = statusOf(server.pid).peakRss
+    yield* Effect.promise(server.stop)
+    return { ...result, serverCpu, overhead, peakRss }
+  }))
+
+interface SoakRound {
+  readonly wall: number
+  readonly status: ReturnType<typeof statusOf>
+  readonly database: { readonly db: number; readonly wal: number }
+  readonly js: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number }
+}
+
+/**
+ * One server through `rounds` rounds of `sessions` new sessions × `steps` steps, printing its
+ * memory after each. Each round has a scripted model of its own (the mock keeps every request
+ * it answers), reached through one proxy, since the server's config names one URL.
+ */
+const soak = (rounds: number, sessions: number, steps: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const dir = yield* tempDir
+    let modelUrl = ""
+    const proxy = yield* modelProxy(() => modelUrl, () => undefined)
+    // BENCH_SOAK_HEAP_SNAPSHOTS=2,30: the server's heap (what is live: V8 collects first) after those rounds.
+    const snapshotRounds = new Set((process.env.BENCH_SOAK_HEAP_SNAPSHOTS ?? "").split(",").filter(Boolean).map(Number))
+    const snapshots = snapshotRounds.size > 0 ? fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-heap-")) : undefined
+    const server = yield* startServe(dir, proxy.url, {
+      nodeArgs: snapshots ? ["--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${snapshots}`] : []
+    })
+    const results: Array<SoakRound> = []
+    const columns = ["round", "wall s", "RSS", "anon", "file", "shmem", "heap used", "heap total", "external", "arrayBuf", "threads", "db", "wal"]
+    console.log(`  ${columns.map((name) => name.padStart(11)).join("")}   (MiB)`)
+    const row = (label: string, round: SoakRound) =>
+      console.log(`  ${[
+        label,
+        (round.wall / 1000).toFixed(1),
+        mib(round.status.rss),
+        mib(round.status.anon),
+        mib(round.status.file),
+        mib(round.status.shmem),
+        mib(round.js.heapUsed),
+        mib(round.js.heapTotal),
+        mib(round.js.external),
+        mib(round.js.arrayBuffers),
+        String(round.status.threads),
+        mib(round.database.db),
+        mib(round.database.wal)
+      ].map((cell) => cell.padStart(11)).join("")}`)
+    row("start", { wall: 0, status: statusOf(server.pid), database: server.database(), js: yield* Effect.promise(server.memory) })
+    for (let round = 0; round < rounds; round++) {
+      const run = yield* Effect.scoped(Effect.gen(function*() {
+        const model = yield* MockOpenAIServer.start(Array.from({ length: sessions * (steps + 1) + 10 }, () => turn(steps)))
+        modelUrl = model.url
+        return yield* Effect.promise(() => runSessions(server.url, { sessions, steps, first: round * sessions }))
+      }))
+      const result = { wall: run.wall, status: statusOf(server.pid), database: server.database(), js: yield* Effect.promise(server.memory) }
+      results.push(result)
+      row(String(round + 1), result)
+      if (snapshots && snapshotRounds.has(round + 1)) console.log(`  heap snapshot: ${yield* Effect.promise(() => server.heapSnapshot(snapshots))}`)
+    }
+    const peakRss = statusOf(server.pid).peakRss
+    yield* Effect.promise(server.stop)
+    return { results, peakRss }
   }))
 
 const program = Effect.gen(function*() {
   const steps = SESSIONS * STEPS
   const line = (values: Array<number>) => `p50 ${percentile(values, 50).toFixed(1)} ms, p99 ${percentile(values, 99).toFixed(1)} ms`
 
-  const busy = yield* phase(() => 0)
-  console.log(`${SESSIONS} sessions × ${STEPS} steps through HTTP + SSE, the model answering at once`)
-  console.log(`  (${busy.events} events, ${(busy.bytes / 1024 / 1024).toFixed(1)} MB streamed)`)
-  console.log(`  wall time:   ${busy.wall.toFixed(0)} ms, throughput ${(steps / (busy.wall / 1000)).toFixed(0)} steps/s`)
-  console.log(`  server CPU per step: ${(busy.serverCpu / steps).toFixed(1)} ms (user + system)`)
-  console.log(`  a step's time, all sessions interleaved: ${line(busy.perStep)} (mostly waiting for the other ${SESSIONS - 1} sessions)`)
-  console.log(`  peak RSS of the server: ${(busy.peakRss / 1024 / 1024).toFixed(0)} MiB   [target ≤ 400 MiB]`)
+  if (PHASES.has("busy")) {
+    const busy = yield* phase(() => 0)
+    console.log(`${SESSIONS} sessions × ${STEPS} steps through HTTP + SSE, the model answering at once`)
+    console.log(`  (${busy.events} events, ${(busy.bytes / 1024 / 1024).toFixed(1)} MB streamed)`)
+    console.log(`  wall time:   ${busy.wall.toFixed(0)} ms, throughput ${(steps / (busy.wall / 1000)).toFixed(0)} steps/s`)
+    console.log(`  server CPU per step: ${(busy.serverCpu / steps).toFixed(1)} ms (user + system)`)
+    console.log(`  a step's time, all sessions interleaved: ${line(busy.perStep)} (mostly waiting for the other ${SESSIONS - 1} sessions)`)
+    console.log(`  peak RSS of the server: ${mib(busy.peakRss)} MiB   [target ≤ 400 MiB]`)
+  }
 
   const delayMs = Number(process.env.BENCH_MODEL_MS ?? 2000)
-  if (delayMs <= 0) return
-  const paced = yield* phase(() => delayMs)
-  console.log(`${SESSIONS} sessions × ${STEPS} steps, every model call taking ${delayMs} ms (the sessions in lockstep)`)
-  console.log(`  wall time:   ${paced.wall.toFixed(0)} ms; server CPU per step ${(paced.serverCpu / steps).toFixed(1)} ms`)
-  console.log(`  per-step overhead (model answer → next model call): ${line(paced.overhead)}   [target p99 ≤ 50 ms]`)
-  console.log(`  peak RSS of the server: ${(paced.peakRss / 1024 / 1024).toFixed(0)} MiB`)
-
-  // mulberry32: the same sequence of model latencies in every run.
-  let seed = 0x5eed
-  const random = () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  if (delayMs > 0 && PHASES.has("paced")) {
+    const paced = yield* phase(() => delayMs)
+    console.log(`${SESSIONS} sessions × ${STEPS} steps, every model call taking ${delayMs} ms (the sessions in lockstep)`)
+    console.log(`  wall time:   ${paced.wall.toFixed(0)} ms; server CPU per step ${(paced.serverCpu / steps).toFixed(1)} ms`)
+    console.log(`  per-step overhead (model answer → next model call): ${line(paced.overhead)}   [target p99 ≤ 50 ms]`)
+    console.log(`  peak RSS of the server: ${mib(paced.peakRss)} MiB`)
   }
-  const varied = yield* phase(() => delayMs * (0.5 + random()))
-  console.log(`${SESSIONS} sessions × ${STEPS} steps, each model call taking ${delayMs / 2}–${(delayMs * 3) / 2} ms (uniform, fixed seed)`)
-  console.log(`  wall time:   ${varied.wall.toFixed(0)} ms; server CPU per step ${(varied.serverCpu / steps).toFixed(1)} ms`)
-  console.log(`  per-step overhead (model answer → next model call): ${line(varied.overhead)}   [target p99 ≤ 50 ms]`)
-  console.log(`  peak RSS of the server: ${(varied.peakRss / 1024 / 1024).toFixed(0)} MiB`)
+
+  if (delayMs > 0 && PHASES.has("varied")) {
+    // mulberry32: the same sequence of model latencies in every run.
+    let seed = 0x5eed
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+    }
+    const varied = yield* phase(() => delayMs * (0.5 + random()))
+    console.log(`${SESSIONS} sessions × ${STEPS} steps, each model call taking ${delayMs / 2}–${(delayMs * 3) / 2} ms (uniform, fixed seed)`)
+    console.log(`  wall time:   ${varied.wall.toFixed(0)} ms; server CPU per step ${(varied.serverCpu / steps).toFixed(1)} ms`)
+    console.log(`  per-step overhead (model answer → next model call): ${line(varied.overhead)}   [target p99 ≤ 50 ms]`)
+    console.log(`  peak RSS of the server: ${mib(varied.peakRss)} MiB`)
+  }
+
+  if (PHASES.has("soak")) {
+    const rounds = Number(process.env.BENCH_SOAK_ROUNDS ?? 30)
+    const sessions = Number(process.env.BENCH_SOAK_SESSIONS ?? 20)
+    const soakSteps = Number(process.env.BENCH_SOAK_STEPS ?? 50)
+    console.log(`soak: one server, ${rounds} rounds of ${sessions} new sessions × ${soakSteps} steps, the model answering at once`)
+    const { results, peakRss } = yield* soak(rounds, sessions, soakSteps)
+    const rss = results.map((round) => round.status.rss)
+    const list = (values: Array<number>) => values.map(mib).join(" ")
+    const tail = rss.slice(-Math.min(10, Math.floor(rss.length / 2)))
+    console.log(`  RSS per round, first 5: ${list(rss.slice(0, 5))} MiB; last 5: ${list(rss.slice(-5))} MiB`)
+    console.log(`  last ${tail.length} rounds: ${mib(Math.min(...tail))}–${mib(Math.max(...tail))} MiB, ${((tail.at(-1)! - tail[0]!) / 1024 / 1024 / Math.max(1, tail.length - 1)).toFixed(1)} MiB per round   [target: level, under 400 MiB]`)
+    console.log(`  peak RSS of the server: ${mib(peakRss)} MiB`)
+  }
 })
 
 Effect.runPromise(program).then(

@@ -333,8 +333,13 @@ const inconsistency = (nodes: ReadonlyArray<SessionExport>): string | undefined 
   return undefined
 }
 
+/**
+ * A text or reasoning part the model is still streaming: started (`time.start`) and not ended. A
+ * text part without `time` (a prompt's text, a synthetic note) is complete as written; it used to
+ * count as open and so stayed in `openParts`, with its text, for the life of the process.
+ */
 const isOpenStreamingPart = (part: Part): part is Extract<Part, { type: "text" | "reasoning" }> =>
-  (part.type === "text" || part.type === "reasoning") && part.time?.end === undefined
+  (part.type === "text" || part.type === "reasoning") && part.time !== undefined && part.time.end === undefined
 
 const toolStatus = (part: Part): string | null => (part.type === "tool" ? part.state.status : null)
 

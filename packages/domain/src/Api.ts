@@ -177,6 +177,14 @@ export const RevertResponse = Schema.Struct({
 })
 
 export const Health = Schema.Struct({ healthy: Schema.Literal(true), version: Schema.String })
+/** The server process's memory in bytes, as Node's `process.memoryUsage()` reports it. */
+export const MemoryUsage = Schema.Struct({
+  rss: Schema.Number,
+  heapTotal: Schema.Number,
+  heapUsed: Schema.Number,
+  external: Schema.Number,
+  arrayBuffers: Schema.Number
+})
 export const PathInfo = Schema.Struct({
   home: Schema.String,
   state: Schema.String,
@@ -433,6 +441,7 @@ export class InstanceApi extends HttpApiGroup.make("instance")
   )
   .add(HttpApiEndpoint.get("path", "/path").setUrlParams(Schema.Struct(Directory)).addSuccess(PathInfo))
   .add(HttpApiEndpoint.get("health", "/global/health").addSuccess(Health))
+  .add(HttpApiEndpoint.get("memory", "/global/memory").addSuccess(MemoryUsage))
   .add(HttpApiEndpoint.get("commands", "/command").setUrlParams(Schema.Struct(Directory)).addSuccess(Schema.Array(CommandInfo)))
   .add(
     HttpApiEndpoint.get("instructions", "/instruction")

@@ -343,6 +343,11 @@ export const InstanceHandlers = HttpApiBuilder.group(AgentApi, "instance", (hand
           directory: instance.directory
         }))
       .handle("health", () => Effect.succeed({ healthy: true as const, version: VERSION }))
+      .handle("memory", () =>
+        Effect.sync(() => {
+          const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage()
+          return { rss, heapTotal, heapUsed, external, arrayBuffers }
+        }))
   }))
 
 export const McpHandlers = HttpApiBuilder.group(AgentApi, "mcp", (handlers) =>

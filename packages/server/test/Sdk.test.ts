@@ -1,7 +1,7 @@
-import type { PermissionRequest } from "@agent/domain"
+import { MemoryUsage, type PermissionRequest } from "@agent/domain"
 import { ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { eventually, serve } from "./support.js"
 
 const { text, toolCall } = ScriptedModel
@@ -186,7 +186,7 @@ describe("the server through @opencode-ai/sdk", () => {
       expect(forkKept.response.status).toBe(200)
     }))
 
-  it.scopedLive("agents, config, mcp, path, health and the OpenAPI document", () =>
+  it.scopedLive("agents, config, mcp, path, health, memory and the OpenAPI document", () =>
     Effect.gen(function*() {
       const { client, url, box } = yield* serve({ model: ScriptedModel.make(["x"]) })
       const agents = (yield* Effect.promise(() => client.app.agents())).data!
@@ -199,6 +199,10 @@ describe("the server through @opencode-ai/sdk", () => {
       expect(paths.directory).toBe(box.instance.directory)
       const health = yield* Effect.promise(() => fetch(`${url}/global/health`).then((response) => response.json()))
       expect(health).toMatchObject({ healthy: true })
+      const memory = Schema.decodeUnknownSync(MemoryUsage, { onExcessProperty: "error" })(
+        yield* Effect.promise(() => fetch(`${url}/global/memory`).then((response) => response.json()))
+      )
+      expect(memory.rss).toBeGreaterThan(memory.heapUsed)
       const doc = (yield* Effect.promise(() => fetch(`${url}/doc`).then((response) => response.json()))) as any
       expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/session", "/session/{id}/message", "/event"]))
     }))

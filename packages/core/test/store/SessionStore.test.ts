@@ -298,6 +298,21 @@ describe("messages and parts", () => {
       })
     ).pipe(Effect.scoped))
 
+  it.scoped("a prompt's text (no time: complete as written) is not held as streaming text", () =>
+    withStore((store, sql) =>
+      Effect.gen(function*() {
+        const session = yield* store.create()
+        const user = TestData.userMessage(session.id)
+        yield* store.upsertMessage(user)
+        const { time: _time, ...prompt } = TestData.textPart(user, "the prompt")
+        yield* store.upsertPart(prompt)
+        // Another process changes the row: a text held as open would keep overlaying it (and stay in memory).
+        const changed = JSON.stringify({ ...prompt, text: "changed elsewhere" })
+        yield* sql`UPDATE part SET data = ${changed}, rev = rev + 1 WHERE id = ${prompt.id}`.pipe(Effect.orDie)
+        expect((yield* store.getMessage(session.id, user.id)).parts[0]).toMatchObject({ text: "changed elsewhere" })
+      })
+    ))
+
   it.scoped("todos are replaced as a list and published", () =>
     withStore((store) =>
       Effect.gen(function*() {
