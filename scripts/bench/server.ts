@@ -76,6 +76,8 @@ const phase = (delayOf: () => number) =>
 
 interface SoakRound {
   readonly wall: number
+  /** The server's CPU time (user + system) in the round, ms. */
+  readonly cpu: number
   readonly status: ReturnType<typeof statusOf>
   readonly database: { readonly db: number; readonly wal: number }
   readonly js: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number }
@@ -98,12 +100,13 @@ const soak = (rounds: number, sessions: number, steps: number) =>
       nodeArgs: snapshots ? ["--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${snapshots}`] : []
     })
     const results: Array<SoakRound> = []
-    const columns = ["round", "wall s", "RSS", "anon", "file", "shmem", "heap used", "heap total", "external", "arrayBuf", "threads", "db", "wal"]
+    const columns = ["round", "wall s", "CPU s", "RSS", "anon", "file", "shmem", "heap used", "heap total", "external", "arrayBuf", "threads", "db", "wal"]
     console.log(`  ${columns.map((name) => name.padStart(11)).join("")}   (MiB)`)
     const row = (label: string, round: SoakRound) =>
       console.log(`  ${[
         label,
         (round.wall / 1000).toFixed(1),
+        (round.cpu / 1000).toFixed(1),
         mib(round.status.rss),
         mib(round.status.anon),
         mib(round.status.file),
@@ -116,14 +119,15 @@ const soak = (rounds: number, sessions: number, steps: number) =>
         mib(round.database.db),
         mib(round.database.wal)
       ].map((cell) => cell.padStart(11)).join("")}`)
-    row("start", { wall: 0, status: statusOf(server.pid), database: server.database(), js: yield* Effect.promise(server.memory) })
+    row("start", { wall: 0, cpu: cpuMsOf(server.pid), status: statusOf(server.pid), database: server.database(), js: yield* Effect.promise(server.memory) })
     for (let round = 0; round < rounds; round++) {
+      const cpuBefore = cpuMsOf(server.pid)
       const run = yield* Effect.scoped(Effect.gen(function*() {
         const model = yield* MockOpenAIServer.start(Array.from({ length: sessions * (steps + 1) + 10 }, () => turn(steps)))
         modelUrl = model.url
         return yield* Effect.promise(() => runSessions(server.url, { sessions, steps, first: round * sessions }))
       }))
-      const result = { wall: run.wall, status: statusOf(server.pid), database: server.database(), js: yield* Effect.promise(server.memory) }
+      const result = { wall: run.wall, cpu: cpuMsOf(server.pid) - cpuBefore, status: statusOf(server.pid), database: server.database(), js: yield* Effect.promise(server.memory) }
       results.push(result)
       row(String(round + 1), result)
       if (snapshots && snapshotRounds.has(round + 1)) console.log(`  heap snapshot: ${yield* Effect.promise(() => server.heapSnapshot(snapshots))}`)
@@ -183,7 +187,8 @@ const program = Effect.gen(function*() {
     const tail = rss.slice(-Math.min(10, Math.floor(rss.length / 2)))
     console.log(`  RSS per round, first 5: ${list(rss.slice(0, 5))} MiB; last 5: ${list(rss.slice(-5))} MiB`)
     console.log(`  last ${tail.length} rounds: ${mib(Math.min(...tail))}–${mib(Math.max(...tail))} MiB, ${((tail.at(-1)! - tail[0]!) / 1024 / 1024 / Math.max(1, tail.length - 1)).toFixed(1)} MiB per round   [target: level, under 400 MiB]`)
-    console.log(`  peak RSS of the server: ${mib(peakRss)} MiB`)
+    const cpu = results.reduce((total, round) => total + round.cpu, 0)
+    console.log(`  server CPU per step: ${(cpu / (rounds * sessions * soakSteps)).toFixed(2)} ms; peak RSS of the server: ${mib(peakRss)} MiB`)
   }
 })
 

@@ -25,11 +25,12 @@ export const serveConfig = {
 
 export type ServeInput = Command.Command.ParseConfig<typeof serveConfig>
 
-// A long-running server: its young generation is not capped (see EngineFlags.ts).
+// A long-running server: its young generation is not capped, its old one grows by half at most (see EngineFlags.ts).
 export const serveCommand = Command.make(
   "serve",
   serveConfig,
-  (input) => lazy(() => import("./Serve.js"), (module) => module.serve(input), { capYoungGeneration: false })
+  (input) =>
+    lazy(() => import("./Serve.js"), (module) => module.serve(input), { capYoungGeneration: false, heapGrowingPercent: 50 })
 ).pipe(
   Command.withDescription("Serve the HTTP API and event stream (OpenCode-compatible session routes); SIGTERM stops it cleanly")
 )
