@@ -123,9 +123,10 @@ const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /**
  * One model of a provider, in OpenCode's shape (its models.dev fields, all optional). This runtime
- * uses `id`, `name`, `limit`, `cost`, `options` and `headers`; the catalogue fields `family`,
- * `release_date`, `modalities`, `interleaved`, `status`, `experimental`, `provider` and `variants`
- * are accepted so that OpenCode configs load unchanged.
+ * uses `id`, `name`, `limit`, `cost`, `options` and `variants` (provider options of every call, and
+ * the sets an agent's `variant` picks); the catalogue fields `family`, `release_date`, `modalities`,
+ * `interleaved`, `status`, `experimental`, `provider` and `headers` are accepted so that OpenCode
+ * configs load unchanged.
  */
 export const ProviderModelConfig = Schema.Struct({
   id: Schema.optional(Schema.String),
