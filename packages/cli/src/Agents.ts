@@ -43,13 +43,34 @@ export const debugAgent = (input: { readonly name: Option.Option<string> }) =>
       return
     }
     const found = yield* registry.get(input.name.value)
-    yield* Console.log(JSON.stringify({
-      ...summary(found),
-      permission: found.permission.map((rule) => ({
-        permission: rule.permission,
-        pattern: rule.pattern,
-        action: rule.action,
-        from: describeSource(rule)
-      }))
-    }, null, 2))
+    yield* Console.log(JSON.stringify(resolved(found), null, 2))
   }).pipe(Effect.provide(Layers.configured))
+
+/**
+ * The agent as OpenCode's `debug agent` prints it, field for field (unset fields left out), each
+ * permission rule with the file or default that set it, then this runtime's own fields.
+ */
+const resolved = (agent: Agent) => ({
+  name: agent.name,
+  description: agent.description,
+  mode: agent.mode,
+  native: agent.native,
+  hidden: agent.hidden,
+  topP: agent.topP,
+  temperature: agent.temperature,
+  color: agent.color,
+  permission: agent.permission.map((rule) => ({
+    permission: rule.permission,
+    pattern: rule.pattern,
+    action: rule.action,
+    from: describeSource(rule)
+  })),
+  model: agent.model ? { providerID: agent.model.providerID, modelID: agent.model.modelID } : undefined,
+  variant: agent.variant,
+  prompt: agent.prompt,
+  options: agent.options,
+  steps: agent.steps,
+  limits: agent.limits,
+  sandbox: agent.sandbox,
+  source: sourceOf(agent)
+})

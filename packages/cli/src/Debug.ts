@@ -1,5 +1,5 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { ConfigService } from "@agent/core/ConfigService"
+import { ConfigService, type ConfigInfo } from "@agent/core/ConfigService"
 import { Console, Effect, Option } from "effect"
 import * as Layers from "./Layers.js"
 
@@ -10,5 +10,24 @@ export const config = (input: { readonly key: Option.Option<string> }) =>
       const origin = info.origin(input.key.value.split("."))
       return yield* Console.log(origin ? `${origin.file}${origin.line ? `:${origin.line}` : ""} (${origin.key})` : "not set")
     }
-    yield* Console.log(JSON.stringify({ config: info.config, sources: info.sources, warnings: info.warnings }, null, 2))
+    yield* Console.log(JSON.stringify({ config: info.config, sources: info.sources, warnings: info.warnings, ...plugins(info) }, null, 2))
   }).pipe(Effect.provide(Layers.configured))
+
+/** OpenCode's plugins, each with the file that listed it: shown, never run. */
+const plugins = (info: ConfigInfo) => {
+  const list = info.config.plugin ?? []
+  if (list.length === 0) return {}
+  return {
+    plugins: {
+      note: "plugins do not run in this runtime",
+      list: list.map((entry, index) => {
+        const origin = info.origin(["plugin", String(index)])
+        // Options stay in `config.plugin` only, where the config's values are shown.
+        return {
+          plugin: typeof entry === "string" ? entry : entry[0],
+          from: origin ? `${origin.file}${origin.line ? `:${origin.line}` : ""}` : "unknown"
+        }
+      })
+    }
+  }
+}

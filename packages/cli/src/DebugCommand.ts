@@ -14,7 +14,7 @@ const agent = Command.make(
   "agent",
   { name: Args.text({ name: "name" }).pipe(Args.optional) },
   (input) => lazy(() => import("./Agents.js"), (module) => module.debugAgent(input))
-).pipe(Command.withDescription("List agents, or show one agent as JSON with its permission rules"))
+).pipe(Command.withDescription("List agents, or show one agent as OpenCode resolves it (model, options, prompt, permission rules and where each came from)"))
 
 /** Kept from before `agent permission explain` existed; the same command. */
 const permission = Command.make("permission", explainConfig, explainHandler).pipe(

@@ -13,6 +13,7 @@ import { ConfigService } from "./ConfigService.js"
 import { Instance, type InstanceInfo } from "./Instance.js"
 import * as Permission from "./Permission.js"
 import * as Prompts from "./Prompts.js"
+import { mergeOptions } from "./ProviderOptions.js"
 import { toolOutputDirectory } from "./Truncate.js"
 
 /** Where large tool outputs are saved; every agent may read them back. */
@@ -135,18 +136,6 @@ const agentPermissionConfig = (entry: AgentConfig): PermissionConfig | undefined
   return Object.assign(fromTools, explicit)
 }
 
-const deepMerge = (base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> => {
-  const out: Record<string, unknown> = { ...base }
-  for (const [key, value] of Object.entries(over)) {
-    const prior = out[key]
-    out[key] =
-      isPlainObject(prior) && isPlainObject(value) ? deepMerge(prior, value) : value
-  }
-  return out
-}
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 export interface AgentRegistryShape {
   /** Every agent, hidden ones included: the default agent first, then by name. */
   readonly list: () => Effect.Effect<ReadonlyArray<Agent>>
@@ -230,7 +219,7 @@ export const makeAgentRegistry = (
         name: entry.name ?? base.name,
         mode: entry.mode ?? base.mode,
         permission: Permission.merge(base.permission, own),
-        options: deepMerge(base.options, entry.options ?? {}),
+        options: mergeOptions(base.options, entry.options ?? {}),
         ...(model ? { model } : {}),
         ...(entry.variant !== undefined ? { variant: entry.variant } : {}),
         ...(entry.prompt !== undefined ? { prompt: entry.prompt } : {}),

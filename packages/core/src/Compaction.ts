@@ -209,7 +209,8 @@ export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction
           model: input.model,
           system: [agent.prompt ?? ""],
           messages,
-          tools: []
+          tools: [],
+          options: agent.options
         }).pipe(
           Stream.runForEach((event) =>
             Effect.sync(() => {

@@ -14,7 +14,9 @@ import type { Node as JsonNode, ParseError as JsonParseError } from "jsonc-parse
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml"
+import { keptPluginEntries, pluginFiles, resolvePluginEntry } from "./ConfigPlugins.js"
 import { Instance } from "./Instance.js"
 import type { InstanceInfo } from "./Instance.js"
 
@@ -220,9 +222,16 @@ type SourceAt = (p: Path) => ConfigSource | undefined
 
 const dedupeKey = (u: unknown): string => (typeof u === "string" ? u : JSON.stringify(u))
 
+/** Top-level lists that sources add to instead of replacing: `instructions` (without duplicates) and `plugin`. */
+const CONCATENATED: ReadonlyMap<string, { readonly dedupe: boolean }> = new Map([
+  ["instructions", { dedupe: true }],
+  // Duplicates are resolved once everything is merged: the same plugin at another version is one too.
+  ["plugin", { dedupe: false }]
+])
+
 /**
  * Deep merge of `patch` into `target`: objects key by key (an existing key keeps its position),
- * arrays and scalars replaced, top-level `instructions` concatenated without duplicates.
+ * arrays and scalars replaced, top-level `instructions` and `plugin` concatenated.
  */
 const mergeInto = (target: JsonObject, patch: JsonObject, base: Path, at: SourceAt, prov: Provenance): void => {
   for (const key of Object.keys(patch)) {
@@ -230,7 +239,8 @@ const mergeInto = (target: JsonObject, patch: JsonObject, base: Path, at: Source
     const value = patch[key]
     const p = [...base, key]
     const existing = target[key]
-    if (base.length === 0 && key === "instructions" && Array.isArray(value)) {
+    const concatenated = base.length === 0 ? CONCATENATED.get(key) : undefined
+    if (concatenated !== undefined && Array.isArray(value)) {
       const list: Array<unknown> = Array.isArray(existing) ? existing : []
       if (!Array.isArray(existing)) {
         if (existing !== undefined) prov.drop(p)
@@ -239,7 +249,7 @@ const mergeInto = (target: JsonObject, patch: JsonObject, base: Path, at: Source
       const seen = new Set(list.map(dedupeKey))
       value.forEach((item, index) => {
         const k = dedupeKey(item)
-        if (seen.has(k)) return
+        if (concatenated.dedupe && seen.has(k)) return
         seen.add(k)
         prov.set([...p, String(list.length)], at([...p, String(index)]))
         list.push(item)
@@ -349,7 +359,8 @@ const normalizeConfig = (
   raw: JsonObject,
   lineOf: (p: Path) => number | undefined,
   ctx: LoadContext,
-  remap: Remap
+  remap: Remap,
+  baseDir: string
 ): JsonObject => {
   const out: JsonObject = {}
   for (const key of Object.keys(raw)) {
@@ -357,8 +368,17 @@ const normalizeConfig = (
       ctx.warnings.push({ file, key, message: `"${key}" is an OpenCode setting this runtime does not use; ignored` })
       continue
     }
+    if (key === "autoshare") {
+      out.autoshare = legacyAutoshare(file, raw.autoshare, lineOf, ctx)
+      continue
+    }
     if (!ConfigKeys.has(key)) throw configError(file, `unrecognized key "${key}"`, lineOf([key]), key)
     out[key] = raw[key]
+  }
+  const plugins = out.plugin
+  if (Array.isArray(plugins)) {
+    out.plugin = plugins.map((entry: unknown) => resolvePluginEntry(entry, baseDir))
+    if (plugins.length > 0) ctx.warnings.push({ file, key: "plugin", message: PLUGINS_DO_NOT_RUN })
   }
   if (isObject(out.experimental)) {
     const experimental: JsonObject = {}
@@ -379,6 +399,26 @@ const normalizeConfig = (
   if (out.agent !== undefined) out.agent = normalizeAgentMap(out.agent, ["agent"], remap)
   if (out.mode !== undefined) out.mode = normalizeAgentMap(out.mode, ["mode"], remap)
   return out
+}
+
+const PLUGINS_DO_NOT_RUN = "plugins do not run in this runtime; the list is only shown by `agent debug config`"
+
+/** OpenCode's deprecated `autoshare` (a boolean), kept until `postProcess` reads it as `share`. */
+const legacyAutoshare = (
+  file: string,
+  value: unknown,
+  lineOf: (p: Path) => number | undefined,
+  ctx: LoadContext
+): boolean => {
+  if (typeof value !== "boolean") {
+    throw configError(file, `Expected boolean, actual ${JSON.stringify(value)}`, lineOf(["autoshare"]), "autoshare")
+  }
+  ctx.warnings.push({
+    file,
+    key: "autoshare",
+    message: `"autoshare" is deprecated; read as ${value ? '"share": "auto"' : "nothing"} (use "share")`
+  })
+  return value
 }
 
 /** Line lookup in a JSONC text: the line of the key (or array item) at `p`, or of its nearest ancestor. */
@@ -453,7 +493,7 @@ const jsonSource = (file: string, rawText: string, baseDir: string, ctx: LoadCon
   if (parsed === undefined) ctx.warnings.push({ file, key: "", message: "the file is empty, so it sets nothing (write {} if that is meant)" })
   const lines = jsonLines(text)
   const remap: Remap = new Map()
-  const value = normalizeConfig(file, parsed ?? {}, lines, ctx, remap)
+  const value = normalizeConfig(file, parsed ?? {}, lines, ctx, remap, baseDir)
   return {
     file,
     value,
@@ -717,6 +757,11 @@ const load = (instance: InstanceInfo): ConfigInfo => {
     for (const sub of ["command", "commands"]) {
       for (const { file, name } of markdownFiles(path.join(dir, sub), true, ctx.warnings)) apply(markdownSource(file, name, "command"))
     }
+    const plugins = pluginFiles(dir)
+    if (plugins.length === 0) return
+    const at: SourceAt = (p) => ({ file: plugins[Number(p[1])] ?? path.join(dir, "plugin"), key: "plugin" })
+    mergeInto(merged, { plugin: plugins.map((file) => pathToFileURL(file).href) }, [], at, prov)
+    for (const file of plugins) ctx.warnings.push({ file, key: "", message: PLUGINS_DO_NOT_RUN })
   }
 
   // 1. Global config.
@@ -862,6 +907,31 @@ const legacyToolsToPermission = (merged: JsonObject, prov: Provenance): void => 
   if (isObject(explicit)) mergeInto(next, explicit, ["permission"], (p) => old.origin(p), prov)
 }
 
+/** OpenCode's migration: `autoshare: true` with no `share` means `share: "auto"`. */
+const legacyAutoshareToShare = (merged: JsonObject, prov: Provenance): void => {
+  if (!("autoshare" in merged)) return
+  if (merged.autoshare === true && merged.share === undefined) {
+    merged.share = "auto"
+    prov.set(["share"], prov.origin(["autoshare"]))
+  }
+  delete merged.autoshare
+  prov.drop(["autoshare"])
+}
+
+/** One entry per plugin, the last source's; the others and their provenance go. */
+const dedupePlugins = (merged: JsonObject, prov: Provenance): void => {
+  if (!Array.isArray(merged.plugin)) return
+  const entries: ReadonlyArray<unknown> = merged.plugin
+  const kept = keptPluginEntries(entries)
+  if (kept.length === entries.length) return
+  const old = prov.extract(["plugin"])
+  prov.set(["plugin"], old.origin(["plugin"]))
+  merged.plugin = kept.map((from, to) => {
+    prov.set(["plugin", String(to)], old.origin(["plugin", String(from)]))
+    return entries[from]
+  })
+}
+
 const postProcess = (
   merged: JsonObject,
   prov: Provenance,
@@ -892,6 +962,8 @@ const postProcess = (
   }
 
   legacyToolsToPermission(merged, prov)
+  legacyAutoshareToShare(merged, prov)
+  dedupePlugins(merged, prov)
 
   if (merged.username === undefined) {
     try {

@@ -1,8 +1,9 @@
 import type { FinishReason, TokenUsage } from "@agent/domain"
-import { APICallError, type LanguageModelV3FunctionTool, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
+import { APICallError, type LanguageModelV3FunctionTool, type SharedV3ProviderOptions, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
 import type { ModelMessage } from "ai"
 import { Chunk, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
+import { providerOptions } from "./ProviderOptions.js"
 import { toProviderPrompt } from "./ProviderPrompt.js"
 
 /** A tool as the model sees it. */
@@ -21,6 +22,8 @@ export interface LLMRequest {
   readonly temperature?: number
   readonly topP?: number
   readonly maxOutputTokens?: number
+  /** Provider options of this call (the agent's, a variant's), merged over the model's own `options`. */
+  readonly options?: Readonly<Record<string, unknown>>
   readonly abortSignal?: AbortSignal
 }
 
@@ -307,6 +310,7 @@ const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> =
   const info = request.model.info
   const model = request.model.language
   const toolNames = new Set(request.tools.map((spec) => spec.id))
+  const options = providerOptions(request.model, request.options)
   const tools: Array<LanguageModelV3FunctionTool> = request.tools.map((spec) => ({
     type: "function",
     name: spec.id,
@@ -338,7 +342,8 @@ const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> =
           ...(tools.length > 0 ? { tools, toolChoice: { type: request.toolChoice ?? "auto" } } : {}),
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
           ...(request.topP !== undefined ? { topP: request.topP } : {}),
-          ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {})
+          ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {}),
+          ...(options ? { providerOptions: options as SharedV3ProviderOptions } : {})
         })
       },
       catch: (error) => classifyError(info, error)

@@ -28,6 +28,12 @@ export interface ResolvedModel {
   readonly info: ModelInfo
   /** The provider's language model, which LLMService streams from. */
   readonly language: LanguageModelV3
+  /** `provider.<id>.models.<model>.options`: provider options sent with every call of this model. */
+  readonly options?: Readonly<Record<string, unknown>>
+  /** `provider.<id>.models.<model>.variants`: named option sets an agent's `variant` picks from. */
+  readonly variants?: Readonly<Record<string, Readonly<Record<string, unknown>>>>
+  /** Where the provider's SDK reads provider options: `anthropic`, `openai`, else the provider id. */
+  readonly optionsKey?: string
 }
 
 /** No model could be chosen or built: says what to configure. */
@@ -131,6 +137,15 @@ const infoOf = (config: Config, ref: ModelRef): ModelInfo => {
       : known?.limit ?? DEFAULT_LIMIT,
     ...(cost ? { cost } : {})
   }
+}
+
+/** The `providerOptions` key each bundled SDK reads; openai-compatible reads the provider's own name. */
+const optionsKeyOf = (config: Config, providerID: string): string => {
+  const npm = config.provider?.[providerID]?.npm ?? BUILT_IN[providerID]?.npm
+  if (npm === "@ai-sdk/anthropic") return "anthropic"
+  if (npm === "@ai-sdk/openai") return "openai"
+  // The SDK names itself `<name>.chat` and reads the part before the first dot.
+  return providerID.split(".")[0]!.trim()
 }
 
 /** How a provider would be built, or why it cannot be. */
@@ -251,7 +266,14 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
         language = yield* build(ref)
         languageModels.set(key, language)
       }
-      return { info: infoOf(config, ref), language }
+      const configured = config.provider?.[ref.providerID]?.models?.[ref.modelID]
+      return {
+        info: infoOf(config, ref),
+        language,
+        optionsKey: optionsKeyOf(config, ref.providerID),
+        ...(configured?.options ? { options: configured.options } : {}),
+        ...(configured?.variants ? { variants: configured.variants } : {})
+      }
     })
 
     const defaultModel = Effect.fn("ProviderRegistry.defaultModel")(function*() {

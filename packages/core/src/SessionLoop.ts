@@ -49,6 +49,7 @@ import * as Permission from "./Permission.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
 import { PermissionService } from "./PermissionService.js"
 import * as Prompts from "./Prompts.js"
+import * as ProviderOptions from "./ProviderOptions.js"
 import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "./ProviderRegistry.js"
 import { SessionChanges } from "./SessionChanges.js"
 import { SessionStore } from "./SessionStore.js"
@@ -93,6 +94,8 @@ export interface PromptInput {
   /** The agent for this message (default: the session's last, else the default agent). */
   readonly agent?: string
   readonly model?: ModelRef
+  /** The model's variant for this message (default: the agent's `variant`, when the model has it). */
+  readonly variant?: string
   /** Extra system text for this message. */
   readonly system?: string
   readonly messageID?: MessageID
@@ -352,14 +355,16 @@ function make() {
         (session.model ? { providerID: session.model.providerID, modelID: session.model.id } : undefined) ??
         (yield* providers.defaultModel())
       // Fail early, before anything is stored, when the model cannot be used.
-      yield* providers.resolve(modelRef)
+      const resolved = yield* providers.resolve(modelRef)
+      const variant = input.variant ??
+        (agent.variant !== undefined && ProviderOptions.hasVariant(resolved.variants, agent.variant) ? agent.variant : undefined)
       const info: UserMessage = {
         id: input.messageID ?? (Identifier.ascending("message") as MessageID),
         sessionID: input.sessionID,
         role: "user",
         time: { created: Date.now() },
         agent: agent.name,
-        model: { providerID: modelRef.providerID, modelID: modelRef.modelID },
+        model: { providerID: modelRef.providerID, modelID: modelRef.modelID, ...(variant !== undefined ? { variant } : {}) },
         ...(input.system ? { system: input.system } : {}),
         ...(input.tools ? { tools: input.tools } : {})
       }
@@ -709,7 +714,8 @@ function make() {
               mode: agent.name,
               path: { cwd: instance.directory, root: instance.worktree },
               cost: 0,
-              tokens: emptyUsage()
+              tokens: emptyUsage(),
+              ...(user.info.role === "user" && user.info.model.variant !== undefined ? { variant: user.info.model.variant } : {})
             }
             const message: LiveMessage = { info, parts: [] }
             history.push(message)
@@ -1439,6 +1445,7 @@ function make() {
                 messages: input.messages,
                 tools: specs,
                 abortSignal: abortController.signal,
+                options: ProviderOptions.callOptions({ model, agent, variant: (input.message.info as AssistantMessage).variant }),
                 ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
                 ...(agent.topP !== undefined ? { topP: agent.topP } : {})
               }, handle)
@@ -1618,6 +1625,7 @@ function make() {
       yield* llm.stream({
         model,
         system: [summary.prompt ?? ""],
+        options: summary.options,
         messages: [
           ...messages.flatMap((message) => cache.convert({ info: message.info, parts: [...message.parts] }, { wrapUserText: false })),
           { role: "user", content: request }
@@ -1657,6 +1665,7 @@ function make() {
           system: [titleAgent.prompt ?? ""],
           messages: [{ role: "user", content: text.slice(0, 4000) }],
           tools: [],
+          options: titleAgent.options,
           ...(titleAgent.temperature !== undefined ? { temperature: titleAgent.temperature } : {})
         }).pipe(
           Stream.runForEach((event) => Effect.sync(() => {

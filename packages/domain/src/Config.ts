@@ -123,9 +123,10 @@ const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /**
  * One model of a provider, in OpenCode's shape (its models.dev fields, all optional). This runtime
- * uses `id`, `name`, `limit`, `cost`, `options` and `headers`; the catalogue fields `family`,
- * `release_date`, `modalities`, `interleaved`, `status`, `experimental`, `provider` and `variants`
- * are accepted so that OpenCode configs load unchanged.
+ * uses `id`, `name`, `limit`, `cost`, `options` and `variants` (provider options of every call, and
+ * the sets an agent's `variant` picks); the catalogue fields `family`, `release_date`, `modalities`,
+ * `interleaved`, `status`, `experimental`, `provider` and `headers` are accepted so that OpenCode
+ * configs load unchanged.
  */
 export const ProviderModelConfig = Schema.Struct({
   id: Schema.optional(Schema.String),
@@ -252,6 +253,16 @@ export const SkillsConfig = Schema.Struct({
   urls: Schema.optional(Schema.Array(Schema.String))
 })
 
+/**
+ * One entry of OpenCode's `plugin` list: a package (`name@version`) or a path, alone or with its
+ * options. Loaded, merged and listed; plugins do not run in this runtime.
+ */
+export const PluginSpec = Schema.Union(
+  Schema.String,
+  Schema.Tuple(Schema.String, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+)
+export type PluginSpec = typeof PluginSpec.Type
+
 export const Config = Schema.Struct({
   $schema: Schema.optional(Schema.String),
   model: Schema.optional(ModelRefString),
@@ -288,6 +299,11 @@ export const Config = Schema.Struct({
     delay: Schema.optional(NonNegativeInt)
   })),
   share: Schema.optional(Schema.Literal("manual", "auto", "disabled")),
+  /**
+   * OpenCode's plugins, from every config file and `plugin(s)/*.{ts,js}` of every config dir, merged
+   * (a later file wins a package or file named twice). Listed only: plugins do not run here.
+   */
+  plugin: Schema.optional(Schema.Array(PluginSpec)),
   /** Record the project's files at every step, for undo and session diffs (default true). */
   snapshot: Schema.optional(Schema.Boolean),
   snapshot_store: Schema.optional(SnapshotStoreConfig),
@@ -298,12 +314,10 @@ export type Config = typeof Config.Type
 
 /** Top-level keys OpenCode understands that this runtime does not use: loaded with a warning. */
 export const ConfigIgnoredKeys: ReadonlySet<string> = new Set([
-  "autoshare",
   "reference",
   "references",
   "shell",
   "watcher",
-  "plugin",
   "formatter",
   "lsp",
   "attachment",
