@@ -78,6 +78,27 @@ describe("agent serve", () => {
       }), 60_000)
   }
 
+  it.scopedLive("SIGTERM with a client on the event stream: the stream ends and the server exits 0", () =>
+    Effect.gen(function*() {
+      const model = yield* MockOpenAIServer.start([])
+      const box = yield* project(model.url)
+      const served = yield* serve(box)
+      const controller = new AbortController()
+      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+      const response = yield* Effect.promise(() => fetch(`${served.url}/event`, { signal: controller.signal }))
+      const reader = response.body!.getReader()
+      const first = new TextDecoder().decode((yield* Effect.promise(() => reader.read())).value)
+      expect(first).toContain("server.connected")
+      const ended = (async () => {
+        for (;;) if ((await reader.read().catch(() => ({ done: true }))).done) return true
+      })()
+
+      served.child.kill("SIGTERM")
+      const exited = yield* Effect.promise(() => served.exited).pipe(Effect.timeout("20 seconds"), Effect.option)
+      expect(exited._tag === "Some" ? exited.value : "still running 20 s after SIGTERM", served.stderr()).toBe(0)
+      expect(yield* Effect.promise(() => ended)).toBe(true)
+    }), 60_000)
+
   it.scopedLive("with AGENT_SERVER_PASSWORD every request needs the password", () =>
     Effect.gen(function*() {
       const model = yield* MockOpenAIServer.start(["x"])

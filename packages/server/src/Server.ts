@@ -13,7 +13,7 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import { Cause, Effect, Layer, Option } from "effect"
 type ServeError = HttpServerError.ServeError
 import { timingSafeEqual } from "node:crypto"
-import { createServer } from "node:http"
+import { createServer, type Server as NodeServer } from "node:http"
 import { EventHub, type EventHubOptions } from "./EventHub.js"
 import { ApiHandlers } from "./Handlers.js"
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./JsonDepth.js"
@@ -159,6 +159,9 @@ const guard = (maxBodyBytes: number, maxJsonDepth: number) =>
     )
   )
 
+/** How long a stopping server lets answers in progress finish before it closes their connections. */
+const SHUTDOWN_GRACE_MS = 1_000
+
 /** The HTTP API on a socket, with the runtime's services supplied by the caller. */
 export const layer = (
   options: ServerOptions = {}
@@ -170,8 +173,21 @@ export const layer = (
   const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS
   const requestTimeout = Math.max(options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, headersTimeout)
   const connectionsCheckingInterval = Math.min(30_000, Math.max(50, Math.floor(headersTimeout / 4)))
-  const listen = (port: number) =>
-    NodeHttpServer.layer(() => createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval }), { port, host: hostname })
+  const listen = (port: number) => {
+    let node: NodeServer | undefined
+    // Released before the server's own close, which waits for every open connection: an event
+    // stream never ends by itself, so a connected client would hold a stopping server forever.
+    const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        node?.closeIdleConnections()
+        setTimeout(() => node?.closeAllConnections(), SHUTDOWN_GRACE_MS).unref()
+      })
+    ))
+    return closeConnections.pipe(Layer.provideMerge(NodeHttpServer.layer(
+      () => (node = createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval })),
+      { port, host: hostname }
+    )))
+  }
   const http = options.port !== undefined
     ? listen(options.port)
     : listen(DEFAULT_PORT).pipe(Layer.catchAll(() => listen(0)))
