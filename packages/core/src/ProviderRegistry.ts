@@ -107,7 +107,8 @@ const apiKeyOf = (config: Config, env: Env, providerID: string): { readonly key:
   return builtIn && env[builtIn.env] ? { key: env[builtIn.env]!, from: builtIn.env } : undefined
 }
 
-const infoOf = (config: Config, ref: ModelRef): ModelInfo => {
+/** Limits and prices of `ref`: from config, else from the well-known models, else defaults. */
+export const modelInfoOf = (config: Config, ref: ModelRef): ModelInfo => {
   const configured = config.provider?.[ref.providerID]?.models?.[ref.modelID]
   const known = KNOWN_MODELS.find((entry) => entry.match.test(ref.modelID))
   const cost = configured?.cost
@@ -195,7 +196,7 @@ export const providerCatalog = (config: Config, env: Env): ReadonlyArray<Provide
       builtIn: builtIn !== undefined,
       configured: configured !== undefined,
       ...("problem" in access ? { problem: access.problem } : access.apiKey ? { credentials: access.apiKey.from } : {}),
-      models: modelIDs.map((modelID) => infoOf(config, { providerID: id, modelID }))
+      models: modelIDs.map((modelID) => modelInfoOf(config, { providerID: id, modelID }))
     }
   })
 }
@@ -251,7 +252,7 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
         language = yield* build(ref)
         languageModels.set(key, language)
       }
-      return { info: infoOf(config, ref), language }
+      return { info: modelInfoOf(config, ref), language }
     })
 
     const defaultModel = Effect.fn("ProviderRegistry.defaultModel")(function*() {
