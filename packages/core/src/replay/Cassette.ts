@@ -12,6 +12,7 @@ import type {
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { type CassetteHeader, type Kind, line, parseFile, type RecordedCall, requestSummary } from "./CassetteFormat.js"
+import { ProviderError } from "../LLMService.js"
 import { divergence } from "./Divergence.js"
 
 export { CassetteFileError, decode, encode } from "./CassetteFormat.js"
@@ -133,10 +134,13 @@ const tee = (source: ReadableStream<LanguageModelV3StreamPart>, call: number, ap
 
 // --- replaying -------------------------------------------------------------------------------
 
-/** A call that left the recording: which recorded call it was held against, and what differed. */
-export class ReplayDivergence extends Error {
-  override readonly name = "ReplayDivergence"
-}
+/**
+ * A call that left the recording, saying which recorded call it was held against and what
+ * differed: a provider error that is never retried and never taken for a context overflow,
+ * whatever words the conversation holds.
+ */
+const diverged = (detail: string, provider: string, modelId: string) =>
+  new ProviderError({ providerID: provider, modelID: modelId, detail, retryable: false, contextOverflow: false })
 
 export interface PlayerOptions {
   /**
@@ -169,7 +173,7 @@ export const openPlayer = (file: string, options: PlayerOptions = {}): Player =>
   const used = new Set<number>()
   const where = (call: RecordedCall) => `model call ${call.number} (${file}:${call.line})`
 
-  const take = (kind: Kind, request: LanguageModelV3CallOptions): RecordedCall => {
+  const take = (kind: Kind, request: LanguageModelV3CallOptions, provider: string, modelId: string): RecordedCall => {
     const ordinal = used.size + 1
     if (!options.follow) {
       const recorded = calls[used.size]
@@ -186,21 +190,23 @@ export const openPlayer = (file: string, options: PlayerOptions = {}): Player =>
     const recorded = calls.find((call) => !used.has(call.number) && laneOf(call.request?.tools) === lane)
     if (recorded === undefined) {
       const inLane = calls.filter((call) => laneOf(call.request?.tools) === lane).length
-      throw new ReplayDivergence(
+      throw diverged(
         `replay left the recording at model call ${ordinal}: the run asked the model again, but all ${inLane} ` +
-          `${lane === "tools" ? "agent steps" : "calls without tools (titles, summaries)"} recorded in ${file} were replayed`
+          `${lane === "tools" ? "agent steps" : "calls without tools (titles, summaries)"} recorded in ${file} were replayed`,
+        provider,
+        modelId
       )
     }
     used.add(recorded.number)
     if (recorded.kind !== kind) {
-      throw new ReplayDivergence(`replay left the recording at ${where(recorded)}: a ${kind} call where a ${recorded.kind} call was recorded`)
+      throw diverged(`replay left the recording at ${where(recorded)}: a ${kind} call where a ${recorded.kind} call was recorded`, provider, modelId)
     }
     if (recorded.request !== undefined) {
       const difference = divergence(
         { prompt: recorded.request.prompt, tools: recorded.request.tools, directory: header.directory },
         { prompt: request.prompt, tools: request.tools?.map((tool) => tool.name), directory: options.directory }
       )
-      if (difference) throw new ReplayDivergence(`replay left the recording at ${where(recorded)}: ${difference}`)
+      if (difference) throw diverged(`replay left the recording at ${where(recorded)}: ${difference}`, provider, modelId)
     }
     return recorded
   }
@@ -219,12 +225,12 @@ export const openPlayer = (file: string, options: PlayerOptions = {}): Player =>
       }
     },
     async doStream(options) {
-      const recorded = take("stream", options)
+      const recorded = take("stream", options, provider, modelId)
       if (recorded.response === undefined) throw recorded.error ?? new Error(`Cassette ${file}: call has no response`)
       return { ...recorded.response, stream: playback(recorded, options.abortSignal) }
     },
     async doGenerate(options) {
-      const recorded = take("generate", options)
+      const recorded = take("generate", options, provider, modelId)
       if (recorded.result === undefined) throw recorded.error ?? new Error(`Cassette ${file}: call has no result`)
       return recorded.result
     }

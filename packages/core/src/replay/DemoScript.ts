@@ -1,8 +1,9 @@
 /**
  * The built-in demo (`agent run --replay demo`): a script of steps, not recorded bytes, so it
  * works on any project. Each step is decided from the conversation so far — the real tools'
- * real results — the way a model would: list the project, read the file that looks most like
- * its front page, grep for a word from it, edit that file, tick off the todo list, answer.
+ * real results — the way a model would: plan a todo list and read the project's top directory,
+ * read the file that looks most like its front page, grep for a word from it, edit that file,
+ * tick off the todo list, answer.
  * Being a pure function of the prompt, the same project gives the same run every time.
  */
 import type { LanguageModelV3Prompt } from "@ai-sdk/provider"
@@ -73,12 +74,22 @@ const resultOf = (state: State, name: string): Result | undefined => {
   return call ? state.results.get(call.id) : undefined
 }
 
-/** The project's name and top-level files and directories, from `list`'s indented tree. */
+/** The second read: the front page, after the directory. */
+const fileRead = (state: State): Result | undefined => {
+  const call = state.calls.filter((entry) => entry.name === "read")[1]
+  return call ? state.results.get(call.id) : undefined
+}
+
+/** The project's name and its top-level files and directories, from `read`'s directory listing. */
 export const topLevel = (listing: string) => {
-  const [root = "", ...lines] = listing.split("\n")
-  const entries = lines.filter((line) => /^ {2}\S/.test(line)).map((line) => line.trim())
+  const root = /<path>(.*)<\/path>/.exec(listing)?.[1] ?? ""
+  const start = listing.indexOf("<entries>")
+  const end = listing.indexOf("</entries>")
+  const entries = start === -1 || end === -1
+    ? []
+    : listing.slice(start + "<entries>".length, end).split("\n").map((line) => line.trim()).filter((line) => line.length > 0 && !line.startsWith("("))
   return {
-    name: path.basename(root.replace(/\/+$/, "")),
+    name: path.basename(root),
     files: entries.filter((entry) => !entry.endsWith("/")),
     directories: entries.filter((entry) => entry.endsWith("/"))
   }
@@ -133,14 +144,16 @@ const todos = (done: number) =>
 
 const clip = (text: string, length = 100) => text.length > length ? `${text.slice(0, length - 3)}...` : text
 
+const count = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
+
 const enumerate = (names: ReadonlyArray<string>) =>
   names.length <= 8 ? names.join(", ") : `${names.slice(0, 8).join(", ")} and ${names.length - 8} more`
 
 const answer = (state: State): string => {
-  const listing = resultOf(state, "list")
+  const listing = resultOf(state, "read")
   const top = listing?.ok ? topLevel(listing.text) : undefined
-  const readCall = state.calls.find((call) => call.name === "read")
-  const read = resultOf(state, "read")
+  const readCall = state.calls.filter((call) => call.name === "read")[1]
+  const read = fileRead(state)
   const grepCall = state.calls.find((call) => call.name === "grep")
   const grep = resultOf(state, "grep")
   const editCall = state.calls.find((call) => call.name === "edit")
@@ -148,14 +161,16 @@ const answer = (state: State): string => {
   const first = read?.ok ? readLines(read.text).find((line) => line.trim().length > 0) : undefined
   const fill: Record<string, string> = {
     project: top?.name || "this project",
-    entries: top ? `${top.directories.length} directories and ${top.files.length} files at its top level${top.files.length > 0 ? `: ${enumerate(top.files)}` : ""}` : "nothing I could list",
+    entries: top
+      ? `${count(top.directories.length, "directory", "directories")} and ${count(top.files.length, "file", "files")} at its top level${top.files.length > 0 ? `: ${enumerate(top.files)}` : ""}`
+      : "nothing I could list",
     read: readCall === undefined
       ? "There was no text file at the top level to read."
       : read?.ok ? `${String(readCall.input["filePath"])} begins with "${clip(first?.trim() ?? "")}".` : `Reading ${String(readCall.input["filePath"])} failed: ${clip(read?.text ?? "no result")}.`,
     grep: grepCall === undefined ? "I did not search." : `Searching for "${String(grepCall.input["pattern"])}": ${clip(grep?.text.split("\n")[0] ?? "no result")}.`,
     edit: editCall === undefined
       ? "I made no edit (the edit tool is not available to this agent)."
-      : edit?.ok ? `I changed ${String(editCall.input["filePath"])} in the scratch copy (the diff is above); your project is unchanged.` : `The edit of ${String(editCall.input["filePath"])} did not happen: ${clip(edit?.text ?? "no result")}.`,
+      : edit?.ok ? `I changed ${String(editCall.input["filePath"])} in the scratch copy (its diff is in the run's output); your project is unchanged.` : `The edit of ${String(editCall.input["filePath"])} did not happen: ${clip(edit?.text ?? "no result")}.`,
     question: clip(state.question, 200)
   }
   return Prompts.read("demo/answer.txt").replace(/\{\{(\w+)\}\}/g, (_, key: string) => fill[key] ?? "")
@@ -168,16 +183,17 @@ export const nextStep = (prompt: LanguageModelV3Prompt, tools: ReadonlyArray<str
   const state = stateOf(prompt, tools)
   const made = (name: string) => state.calls.filter((call) => call.name === name).length
   const offered = (name: string) => tools.includes(name)
-  const listing = resultOf(state, "list")
+  const listing = resultOf(state, "read")
   const file = listing?.ok ? frontPage(topLevel(listing.text).files) : undefined
-  const read = resultOf(state, "read")
+  const read = fileRead(state)
   const lines = read?.ok ? readLines(read.text) : []
 
-  if (made("list") === 0 && offered("list")) {
+  if (!offered("read")) return { text: answer(state), calls: [] }
+  if (made("read") === 0) {
     const plan = offered("todowrite") ? [{ name: "todowrite", input: { todos: todos(0) } }] : []
-    return { text: "This is the built-in demo: a scripted model driving the real tools. First, a plan and a look at the files.", calls: [...plan, { name: "list", input: {} }] }
+    return { text: "This is the built-in demo: a scripted model driving the real tools. First, a plan and a look at the files.", calls: [...plan, { name: "read", input: { filePath: "." } }] }
   }
-  if (made("read") === 0 && offered("read") && file !== undefined) {
+  if (made("read") === 1 && file !== undefined) {
     return { text: `${file} looks like the place to start.`, calls: [{ name: "read", input: { filePath: file } }] }
   }
   if (made("grep") === 0 && offered("grep")) {
