@@ -171,7 +171,12 @@ export const openPlayer = (file: string, options: PlayerOptions = {}): Player =>
   if (!fs.existsSync(file)) throw new Error(`Cassette: no recording at ${file}`)
   const { header, calls } = parseFile(file)
   const used = new Set<number>()
-  const where = (call: RecordedCall) => `model call ${call.number} (${file}:${call.line})`
+  // A person counts the agent's steps; the file numbers every call, titles included.
+  const where = (call: RecordedCall) => {
+    const lane = laneOf(call.request?.tools)
+    const ordinal = calls.filter((other) => other.number <= call.number && laneOf(other.request?.tools) === lane).length
+    return `${lane === "tools" ? "step" : "call without tools (a title or summary)"} ${ordinal} (model call ${call.number}, ${file}:${call.line})`
+  }
 
   const take = (kind: Kind, request: LanguageModelV3CallOptions, provider: string, modelId: string): RecordedCall => {
     const ordinal = used.size + 1
@@ -191,8 +196,8 @@ export const openPlayer = (file: string, options: PlayerOptions = {}): Player =>
     if (recorded === undefined) {
       const inLane = calls.filter((call) => laneOf(call.request?.tools) === lane).length
       throw diverged(
-        `replay left the recording at model call ${ordinal}: the run asked the model again, but all ${inLane} ` +
-          `${lane === "tools" ? "agent steps" : "calls without tools (titles, summaries)"} recorded in ${file} were replayed`,
+        `replay left the recording at ${lane === "tools" ? "step" : "call without tools"} ${inLane + 1}: the run asked the model again, ` +
+          `but all ${inLane} ${lane === "tools" ? "steps" : "calls without tools (titles, summaries)"} recorded in ${file} were replayed`,
         provider,
         modelId
       )

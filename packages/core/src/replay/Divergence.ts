@@ -34,6 +34,8 @@ const normalize = (text: string, directory: string | undefined) =>
 /** How a tool's result came out: the model was told an output, an error or a refusal. */
 const resultKind = (type: string) => type === "execution-denied" ? "denied" : type.startsWith("error") ? "error" : "output"
 
+const SHOWN_RESULT = { output: "an output", error: "an error", denied: "a denial" } as const
+
 /** The conversation (without the system prompt) as a list of comparable entries. */
 export const outline = (prompt: LanguageModelV3Prompt, directory?: string): ReadonlyArray<Entry> => {
   const entries: Array<Entry> = []
@@ -57,7 +59,7 @@ export const outline = (prompt: LanguageModelV3Prompt, directory?: string): Read
         for (const part of message.content) {
           if (part.type !== "tool-result") continue
           const kind = resultKind(part.output.type)
-          entries.push({ key: `result:${part.toolName}:${kind}`, shown: `${kind === "output" ? "an output" : `an ${kind}`} from ${part.toolName}` })
+          entries.push({ key: `result:${part.toolName}:${kind}`, shown: `${SHOWN_RESULT[kind]} from ${part.toolName}` })
         }
         break
     }
