@@ -3,7 +3,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { agent, events, mockConfig, terminal } from "./AgentProcess.js"
+import { fileURLToPath } from "node:url"
+import { agent, events, mockConfig, shell, terminal } from "./AgentProcess.js"
 
 const { text, toolCall } = ScriptedModel
 
@@ -153,5 +154,17 @@ describe("the working directory", () => {
       expect(result.stderr).toContain(`a copy of ${elsewhere} `)
       expect(toolCalls(result.stdout)).toContain('read {"filePath":"GUIDE.md"}')
       expect(events(result.stdout).at(-1)!.text).toMatch(/Here is what I found in elsewhere/)
+    }), 60_000)
+
+  it.scopedLive("`pnpm agent` in the checkout acts on the directory it was typed in (pnpm's INIT_CWD), not the checkout", () =>
+    Effect.gen(function*() {
+      const box = yield* bareProject
+      const checkout = fileURLToPath(new URL("../../../", import.meta.url))
+      const project = box.path("project")
+      // What pnpm does: the script runs in the workspace root, with INIT_CWD naming where the user was.
+      const result = yield* shell(box, `cd '${checkout}' && INIT_CWD='${project}' node scripts/agent.cjs run --replay demo --auto-approve --format json hi`)
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stderr).toContain(`a copy of ${project} `)
+      expect(toolCalls(result.stdout)).toContain('read {"filePath":"README.md"}')
     }), 60_000)
 })
