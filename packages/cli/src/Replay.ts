@@ -21,8 +21,11 @@ export interface ModelSource {
   readonly instance?: Layer.Layer<Instance>
 }
 
-/** The demo asks before it edits, whatever the project allows, so the approval prompt shows. */
-const DEMO_PERMISSION = JSON.stringify({ edit: "ask" })
+/**
+ * The build agent asks before it edits, whatever the project allows, so the approval prompt
+ * shows. Given to that agent only: a global `permission` would win over the plan agent's deny.
+ */
+const DEMO_CONFIG = JSON.stringify({ agent: { build: { permission: { edit: "ask" } } } })
 
 /** Copying stops here: the demo needs a project's face, not all of it. */
 const COPY_LIMIT = { files: 2_000, bytes: 50 * 1024 * 1024, fileBytes: 1024 * 1024 }
@@ -84,7 +87,7 @@ const demo = (project: string) =>
       ...process.env,
       XDG_DATA_HOME: path.join(place.root, "data"),
       AGENT_DB: path.join(place.root, "data", "agent.db"),
-      AGENT_PERMISSION: process.env.AGENT_PERMISSION ?? DEMO_PERMISSION
+      AGENT_CONFIG_CONTENT: process.env.AGENT_CONFIG_CONTENT ?? DEMO_CONFIG
     }
     const source: ModelSource = {
       providers: ReplayProviders.layerScripted(DemoModel.make(), DemoModel.DEMO_MODEL),

@@ -52,7 +52,9 @@ const textOf = (output: { readonly type: string; readonly value?: unknown }): st
 const stateOf = (prompt: LanguageModelV3Prompt, tools: ReadonlyArray<string>): State => {
   const start = prompt.findLastIndex((message) => message.role === "user")
   const user = prompt[start]
-  const question = user?.role === "user" ? user.content.map((part) => part.type === "text" ? part.text : "").join(" ").trim() : ""
+  // The first part is what the user typed; reminders and piped input come after it.
+  const first = user?.role === "user" ? user.content[0] : undefined
+  const question = first?.type === "text" ? first.text.trim() : ""
   const calls: Array<DemoCall & { readonly id: string }> = []
   const results = new Map<string, Result>()
   for (const message of prompt.slice(start + 1)) {
