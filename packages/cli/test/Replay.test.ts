@@ -26,6 +26,7 @@ describe("agent run --replay demo", () => {
       const screen = yield* terminal(box, ["run", "--replay", "demo", "what is in this project?"])
       yield* screen.waitFor(/a scripted model \(no API key, no network\)/)
       yield* screen.waitFor(/✓ todowrite/)
+      yield* screen.waitFor(/✓ read +project\n/)
       yield* screen.waitFor(/✓ read +README\.md/)
       yield* screen.waitFor(/✓ grep +Widget/)
       yield* screen.waitFor(/\+Explored by the agent demo/)
