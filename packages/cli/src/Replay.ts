@@ -32,7 +32,7 @@ const COPY_LIMIT = { files: 2_000, bytes: 50 * 1024 * 1024, fileBytes: 1024 * 10
 
 /**
  * Copies the project's files into `target`: no dependency, build or VCS directories (the list
- * `list` leaves out), no file over 1 MB, at most 2 000 files or 50 MB. Symbolic links are not
+ * `list` leaves out, nor a `.git` file), no file over 1 MB, at most 2 000 files or 50 MB. Symbolic links are not
  * followed. Returns how many files were copied.
  */
 export const copyProject = (source: string, target: string): number => {
@@ -44,10 +44,11 @@ export const copyProject = (source: string, target: string): number => {
     const entries = fs.readdirSync(from, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))
     for (const entry of entries) {
       if (files >= COPY_LIMIT.files || bytes >= COPY_LIMIT.bytes) return
+      // A `.git` file (a worktree's) is skipped too: the copy must not point into the real repository.
+      if (ignored.has(entry.name)) continue
       const file = path.join(from, entry.name)
-      if (entry.isDirectory()) {
-        if (!ignored.has(entry.name)) walk(file, path.join(to, entry.name))
-      } else if (entry.isFile()) {
+      if (entry.isDirectory()) walk(file, path.join(to, entry.name))
+      else if (entry.isFile()) {
         const size = fs.statSync(file).size
         if (size > COPY_LIMIT.fileBytes) continue
         fs.copyFileSync(file, path.join(to, entry.name))

@@ -150,10 +150,15 @@ describe("the working directory", () => {
       const elsewhere = box.path("elsewhere")
       fs.mkdirSync(path.join(elsewhere, "docs"), { recursive: true })
       fs.writeFileSync(path.join(elsewhere, "GUIDE.md"), "# Guide\n")
+      // A git worktree's `.git` is a file pointing at the real repository: the scratch copy leaves it out.
+      fs.writeFileSync(path.join(elsewhere, ".git"), `gitdir: ${box.path("project/.git")}\n`)
       const result = yield* agent(box, ["run", "--replay", "demo", "--auto-approve", "--format", "json", "hi"], { cwd: elsewhere })
       expect(result.code, result.stderr).toBe(0)
       expect(result.stderr).toContain(`a copy of ${elsewhere} `)
       expect(toolCalls(result.stdout)).toContain('read {"filePath":"GUIDE.md"}')
+      const listing = events(result.stdout).find((line) => line.type === "tool_use" && line.part.tool === "read")!
+      expect(listing.part.state.output).toContain("GUIDE.md")
+      expect(listing.part.state.output).not.toContain(".git")
       expect(events(result.stdout).at(-1)!.text).toMatch(/Here is what I found in elsewhere/)
     }), 60_000)
 
