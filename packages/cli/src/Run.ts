@@ -14,6 +14,7 @@ import { Effect, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { UsageError } from "./ExitCode.js"
+import { modelSource } from "./Replay.js"
 import type { RunInput } from "./RunCommand.js"
 import type { RunReport } from "./RunResult.js"
 import { answerOf, atTerminal, type RunTarget, runOn, type TurnRequest } from "./RunTarget.js"
@@ -34,11 +35,17 @@ export const run = (input: RunInput, report: RunReport) =>
     if (input.interactive && !atTerminal()) {
       return yield* new UsageError({ message: "--interactive needs a terminal on stdin and stderr" })
     }
-    // The whole runtime, in `--dir` when given.
+    const source = yield* modelSource({
+      ...(Option.isSome(input.record) ? { record: input.record.value } : {}),
+      ...(Option.isSome(input.replay) ? { replay: input.replay.value } : {}),
+      directory: directory ?? process.cwd()
+    })
+    const instance = source.instance ?? (directory === undefined ? undefined : Instance.layerWith({ directory }))
+    // The whole runtime, in `--dir` when given (in the demo's scratch copy for `--replay demo`).
     return yield* Effect.flatMap(localTarget, (target) => runOn(input, target, report)).pipe(
-      Effect.provide(makeAppLayer(directory === undefined ? {} : { instance: Instance.layerWith({ directory }) }))
+      Effect.provide(makeAppLayer({ ...(instance ? { instance } : {}), ...(source.providers ? { providers: source.providers } : {}) }))
     )
-  })
+  }).pipe(Effect.scoped)
 
 /** The run's operations on the services of the runtime in this process. */
 const localTarget = Effect.gen(function*() {

@@ -1,8 +1,9 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { UsageError } from "./ExitCode.js"
 import { lazy } from "./Lazy.js"
 import { endsWithResult, makeReport } from "./RunResult.js"
 
@@ -36,6 +37,16 @@ export const runConfig = {
     ),
     Options.optional
   ),
+  record: Options.text("record").pipe(
+    Options.withDescription("write every model call of the run to this file (a cassette), to replay it later with --replay"),
+    Options.optional
+  ),
+  replay: Options.text("replay").pipe(
+    Options.withDescription(
+      "answer from a cassette file instead of a model (no key, no network; exit 1 when the run leaves the recording), or `demo` for the built-in demo"
+    ),
+    Options.optional
+  ),
   interactive: Options.boolean("interactive").pipe(
     Options.withAlias("i"),
     Options.withDescription("after the answer, keep reading prompts from the terminal (same session) until /exit or Ctrl-D")
@@ -50,6 +61,11 @@ type RunEffect = Effect.Effect<number, { readonly _tag: string; readonly message
 export const runCommand = Command.make("run", runConfig, (input): RunEffect => {
   const url = Option.getOrUndefined(input.attach)
   const report = makeReport()
+  const replaying = Option.isSome(input.record) ? "--record" : Option.isSome(input.replay) ? "--replay" : undefined
+  if (url !== undefined && replaying !== undefined) {
+    const error = new UsageError({ message: `${replaying} cannot be used with --attach (the server talks to its own model)` })
+    return Effect.fail(error).pipe(endsWithResult(input.format === "json", report))
+  }
   const run: RunEffect = url === undefined
     ? lazy(() => import("./Run.js"), (module) => module.run(input, report))
     : lazy(() => import("./Attach.js"), (module) => module.attach(input, url, report))

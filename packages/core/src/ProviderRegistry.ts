@@ -113,7 +113,8 @@ const apiKeyOf = (config: Config, env: Env, providerID: string): { readonly key:
   return builtIn && env[builtIn.env] ? { key: env[builtIn.env]!, from: builtIn.env } : undefined
 }
 
-const infoOf = (config: Config, ref: ModelRef): ModelInfo => {
+/** Limits and prices of `ref`: from config, else from the well-known models, else defaults. */
+export const modelInfoOf = (config: Config, ref: ModelRef): ModelInfo => {
   const configured = config.provider?.[ref.providerID]?.models?.[ref.modelID]
   const known = KNOWN_MODELS.find((entry) => entry.match.test(ref.modelID))
   const cost = configured?.cost
@@ -210,7 +211,7 @@ export const providerCatalog = (config: Config, env: Env): ReadonlyArray<Provide
       builtIn: builtIn !== undefined,
       configured: configured !== undefined,
       ...("problem" in access ? { problem: access.problem } : access.apiKey ? { credentials: access.apiKey.from } : {}),
-      models: modelIDs.map((modelID) => infoOf(config, { providerID: id, modelID }))
+      models: modelIDs.map((modelID) => modelInfoOf(config, { providerID: id, modelID }))
     }
   })
 }
@@ -268,7 +269,7 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
       }
       const configured = config.provider?.[ref.providerID]?.models?.[ref.modelID]
       return {
-        info: infoOf(config, ref),
+        info: modelInfoOf(config, ref),
         language,
         optionsKey: optionsKeyOf(config, ref.providerID),
         ...(configured?.options ? { options: configured.options } : {}),

@@ -342,7 +342,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
     execute: (params, context) =>
       Effect.gen(function*() {
         const file = resolvePath(instance, params.filePath)
-        const title = relativeToWorktree(instance, file)
+        const title = relativeToWorktree(instance, file) || path.basename(file)
         const stat = yield* statOf(file)
         yield* guard(context, instance, file, stat?.isDirectory() ? "directory" : "file")
         yield* context.ask({ permission: "read", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file } })

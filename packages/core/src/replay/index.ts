@@ -1,0 +1,5 @@
+export * as Cassette from "./Cassette.js"
+export * as DemoModel from "./DemoModel.js"
+export * as DemoScript from "./DemoScript.js"
+export * as Divergence from "./Divergence.js"
+export * as ReplayProviders from "./ReplayProviders.js"
