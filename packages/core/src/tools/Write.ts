@@ -18,6 +18,8 @@ export interface TextFile {
   /** The bytes on disk (to restore the file exactly). */
   readonly bytes: Buffer
   readonly text: string
+  /** The text as on disk without BOM: each line with its own ending (see LineEndings). */
+  readonly raw: string
   /** BOM, line endings and encoding (Latin-1 for a file that is not valid UTF-8: see TextEncoding). */
   readonly shape: FileDiff.TextShape
   readonly mtimeMs: number
@@ -37,7 +39,9 @@ export const load = (tool: string, file: string): Effect.Effect<TextFile | undef
       if (stat.isDirectory()) throw new Error(`${file} is a directory, not a file`)
       const bytes = await fsp.readFile(file)
       const encoding = TextEncoding.detect(bytes)
-      return { bytes, ...FileDiff.decode(TextEncoding.decode(bytes, encoding), encoding), mtimeMs: stat.mtimeMs }
+      const decoded = TextEncoding.decode(bytes, encoding)
+      const { text, shape } = FileDiff.decode(decoded, encoding)
+      return { bytes, text, raw: shape.bom ? decoded.slice(1) : decoded, shape, mtimeMs: stat.mtimeMs }
     },
     catch: (error) => failure(tool, `Cannot read ${file}: ${(error as Error).message}`)
   })
