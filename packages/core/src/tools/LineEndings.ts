@@ -59,23 +59,20 @@ export const rawOffsets = (raw: string): ((offset: number) => number) => {
 }
 
 /**
- * Replaces ranges of the `\n` text `normalized` (whose raw form is `raw`) with `replacement`
+ * Replaces ranges of the `\n` form of `raw` (earliest first, not overlapping) with their texts
  * (`\n` text, written with `eol`); the rest of the raw text, endings included, stays as it was.
  */
 export const replaceRanges = (
   raw: string,
-  ranges: ReadonlyArray<{ readonly start: number; readonly end: number }>,
-  replacement: string,
+  replacements: ReadonlyArray<{ readonly start: number; readonly end: number; readonly text: string }>,
   eol: "\n" | "\r\n"
 ): string => {
   const toRaw = rawOffsets(raw)
-  const inserted = eol === "\n" ? replacement : replacement.replace(/\n/g, eol)
   const pieces: Array<string> = []
   let cursor = 0
-  for (const range of ranges) {
-    const start = toRaw(range.start)
-    pieces.push(raw.slice(cursor, start), inserted)
-    cursor = toRaw(range.end)
+  for (const { start, end, text } of replacements) {
+    pieces.push(raw.slice(cursor, toRaw(start)), eol === "\n" ? text : text.replace(/\n/g, eol))
+    cursor = toRaw(end)
   }
   pieces.push(raw.slice(cursor))
   return pieces.join("")

@@ -26,19 +26,20 @@ const SINGLE_QUOTES = /[\u2018\u2019\u201A\u201B]/g
 const DOUBLE_QUOTES = /[\u201C\u201D\u201E\u201F]/g
 const SPACES = /[\u00A0\u2002-\u200A\u202F\u205F\u3000]/g
 
+/**
+ * Typographic dashes, quotes and spaces as ASCII, one UTF-16 unit for one: offsets in the result
+ * are offsets in the text.
+ */
+export const foldPunctuation = (text: string): string =>
+  text.replace(DASHES, "-").replace(SINGLE_QUOTES, "'").replace(DOUBLE_QUOTES, "\"").replace(SPACES, " ")
+
 /** The line as a model would type it: trimmed, NFC, ASCII dashes, quotes and spaces. */
 export const fold = (line: string): string => {
   const trimmed = line.trim()
   // Most lines are ASCII: nothing to fold.
   // eslint-disable-next-line no-control-regex
   if (/^[\x00-\x7F]*$/.test(trimmed)) return trimmed
-  return trimmed
-    .normalize("NFC")
-    .replace(DASHES, "-")
-    .replace(SINGLE_QUOTES, "'")
-    .replace(DOUBLE_QUOTES, "\"")
-    .replace(SPACES, " ")
-    .trim()
+  return foldPunctuation(trimmed.normalize("NFC")).trim()
 }
 
 export interface Found {

@@ -4,6 +4,7 @@ import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { attachmentMime, MAX_ATTACHMENT_BYTES } from "../Attachment.js"
 import { StringDecoder } from "node:string_decoder"
+import { withAliases } from "./ArgumentAliases.js"
 import { Instance } from "../Instance.js"
 import { InstructionLoader } from "../Instructions.js"
 import * as Prompts from "../Prompts.js"
@@ -38,7 +39,7 @@ const BINARY_EXTENSIONS = new Set([
   ".sqlite", ".db", ".iso", ".dmg"
 ])
 
-const Parameters = Schema.Struct({
+const Canonical = Schema.Struct({
   filePath: Schema.String.annotations({
     description: "Path of the file or directory to read, absolute or relative to the working directory"
   }),
@@ -55,6 +56,9 @@ const Parameters = Schema.Struct({
     })
   )
 })
+
+/** Also accepts Claude Code's argument names (see ArgumentAliases). */
+const Parameters = withAliases(Canonical)
 
 const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
 
@@ -338,7 +342,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
     id: TOOL,
     fileEffects: "none",
     description: Prompts.read("tool/read.txt"),
-    parameters: Parameters,
+    parameters: Parameters.parameters,
+    jsonSchema: Parameters.jsonSchema,
     execute: (params, context) =>
       Effect.gen(function*() {
         const file = resolvePath(instance, params.filePath)

@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
+import { withAliases } from "./ArgumentAliases.js"
 import { Instance } from "../Instance.js"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
@@ -103,12 +104,15 @@ export const ensureFresh = (tool: string, sessionID: string, file: string, curre
     )
     : Effect.void
 
-const Parameters = Schema.Struct({
+const Canonical = Schema.Struct({
   filePath: Schema.String.annotations({
     description: "Path of the file to write, absolute or relative to the working directory"
   }),
   content: Schema.String.annotations({ description: "The complete new content of the file" })
 })
+
+/** Also accepts Claude Code's argument names (see ArgumentAliases). */
+const Parameters = withAliases(Canonical)
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
@@ -117,7 +121,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
     id: TOOL,
     fileEffects: "listed",
     description: Prompts.read("tool/write.txt"),
-    parameters: Parameters,
+    parameters: Parameters.parameters,
+    jsonSchema: Parameters.jsonSchema,
     execute: (params, context) =>
       Effect.gen(function*() {
         const file = resolvePath(instance, params.filePath)
