@@ -8,7 +8,7 @@ import * as FileDisk from "./FileDisk.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
 import * as LineEndings from "./LineEndings.js"
-import { applyHunks } from "./PatchHunks.js"
+import { applyHunkSteps } from "./PatchHunks.js"
 import { parse } from "./PatchParse.js"
 import * as PatchWrite from "./PatchWrite.js"
 import { pathPatterns } from "./PathRules.js"
@@ -163,10 +163,11 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
                   if (state.raw === undefined) {
                     return yield* fail(`Patch not applied: line ${operation.line}: cannot update ${file}: file not found`)
                   }
-                  const applied = Either.map(
-                    applyHunks(LineEndings.split(state.raw), operation.hunks, file, state.shape.eol),
-                    LineEndings.join
-                  )
+                  const steps = applyHunkSteps(LineEndings.split(state.raw), operation.hunks, file, state.shape.eol)
+                  let step = steps.next()
+                  // A patch of many hunks on a large file runs a hunk at a time, the event loop free in between.
+                  for (; !step.done; step = steps.next()) yield* yieldToEventLoop
+                  const applied = Either.map(step.value, LineEndings.join)
                   if (Either.isLeft(applied)) return yield* fail(`Patch not applied, no file was changed. ${applied.left}`)
                   if (operation.moveTo !== undefined && absolute(operation.moveTo) !== file) {
                     const target = absolute(operation.moveTo)

@@ -41,13 +41,16 @@ const withoutTrailingBlank = (lines: ReadonlyArray<HunkLine>): ReadonlyArray<Hun
  * line, or, without one, at the end of the file while the next hunks are still looked for where
  * the previous one ended. Lines the patch does not change (context lines included) keep their
  * text and ending; added lines take `eol`, and the result always ends with a newline.
+ *
+ * A generator that yields after each hunk, so the tool can let the event loop run in between
+ * (`applyHunks` runs it through).
  */
-export const applyHunks = (
+export function* applyHunkSteps(
   file: LineEndings.Lines,
   hunks: ReadonlyArray<Hunk>,
   path: string,
   eol: "\n" | "\r\n"
-): Either.Either<LineEndings.Lines, string> => {
+): Generator<undefined, Either.Either<LineEndings.Lines, string>> {
   const seeker = new Seeker(file.texts)
   const texts: Array<string> = []
   const endings: Array<LineEndings.Ending> = []
@@ -64,6 +67,7 @@ export const applyHunks = (
     endings.push(eol)
   }
   for (const hunk of hunks) {
+    yield undefined
     let from = cursor
     if (hunk.context !== undefined) {
       const found = seeker.seekLine(hunk.context, cursor)
@@ -104,4 +108,15 @@ export const applyHunks = (
   // An updated file always ends with a newline (Codex); a last line moved inward needs one anyway.
   for (let index = 0; index < endings.length; index++) if (endings[index] === "") endings[index] = eol
   return Either.right({ texts, endings })
+}
+
+/** `applyHunkSteps`, run through at once. */
+export const applyHunks = (
+  file: LineEndings.Lines,
+  hunks: ReadonlyArray<Hunk>,
+  path: string,
+  eol: "\n" | "\r\n"
+): Either.Either<LineEndings.Lines, string> => {
+  const steps = applyHunkSteps(file, hunks, path, eol)
+  for (let step = steps.next(); ; step = steps.next()) if (step.done) return step.value
 }

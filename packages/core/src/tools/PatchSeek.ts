@@ -7,8 +7,10 @@
  * `e` and a combining accent is the same). Beyond Codex, a last pass also counts runs of
  * whitespace inside a line as one space.
  *
- * Each pass maps every line of the file once (lazily, cached for all the hunks of a file), and a
- * window is rejected at its first differing line: about one pass over the file per hunk and pass.
+ * Each pass maps every line of the file once and indexes the lines by their mapped text (lazily,
+ * cached for all the hunks of a file): a hunk's search looks only at the lines that equal its
+ * first line, so a pass that finds nothing costs a lookup, not a scan of the rest of the file
+ * (500 hunks found only by the last pass on a 1.6 MB file: 1.1 s of CPU with scans).
  */
 
 export type SeekPass = "exact" | "trailing-whitespace" | "trimmed" | "unicode-normalized" | "whitespace-collapsed"
@@ -47,9 +49,22 @@ export interface Found {
   readonly pass: SeekPass
 }
 
+/** The position in ascending `values` of the first one at or after `value`. */
+const firstAtOrAfter = (values: ReadonlyArray<number>, value: number): number => {
+  let low = 0
+  let high = values.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (values[middle]! < value) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
 /** Looks for line sequences in one file's lines. */
 export class Seeker {
   private readonly keys = new Map<SeekPass, ReadonlyArray<string>>()
+  private readonly indexes = new Map<SeekPass, ReadonlyMap<string, ReadonlyArray<number>>>()
 
   constructor(private readonly lines: ReadonlyArray<string>) {}
 
@@ -60,6 +75,22 @@ export class Seeker {
       this.keys.set(pass, keys)
     }
     return keys
+  }
+
+  /** The line numbers of each mapped line, ascending. */
+  private indexOf(pass: SeekPass, keys: ReadonlyArray<string>): ReadonlyMap<string, ReadonlyArray<number>> {
+    let index = this.indexes.get(pass)
+    if (index === undefined) {
+      const built = new Map<string, Array<number>>()
+      keys.forEach((key, line) => {
+        const lines = built.get(key)
+        if (lines === undefined) built.set(key, [line])
+        else lines.push(line)
+      })
+      index = built
+      this.indexes.set(pass, index)
+    }
+    return index
   }
 
   /**
@@ -74,7 +105,9 @@ export class Seeker {
     for (const [pass, key] of PASSES) {
       const keys = this.keysOf(pass, key)
       const wanted = pattern.map(key)
-      for (let index = from; index <= last; index++) {
+      const starts = this.indexOf(pass, keys).get(wanted[0]!) ?? []
+      for (let at = firstAtOrAfter(starts, from); at < starts.length && starts[at]! <= last; at++) {
+        const index = starts[at]!
         let same = true
         for (let offset = 0; offset < count; offset++) {
           if (keys[index + offset] !== wanted[offset]) {
