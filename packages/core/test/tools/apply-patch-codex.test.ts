@@ -128,7 +128,7 @@ describe("apply_patch: matching what models type", () => {
 describe("apply_patch: line endings", () => {
   it.scopedLive("a CRLF file gets CRLF on added lines and keeps it everywhere", () =>
     Effect.gen(function*() {
-      const { box, file, apply } = yield* setup
+      const { file, apply } = yield* setup
       fs.writeFileSync(file("win.txt"), "\uFEFFfirst\r\nsecond\r\nthird")
       yield* apply(patch("*** Update File: win.txt", " second", "+inserted", "@@", "+appended"))
       expect(fs.readFileSync(file("win.txt"), "utf8")).toBe("\uFEFFfirst\r\nsecond\r\ninserted\r\nthird\r\nappended\r\n")
@@ -136,7 +136,7 @@ describe("apply_patch: line endings", () => {
 
   it.scopedLive("in a file with mixed endings, every line the patch does not change keeps its own ending (context lines too)", () =>
     Effect.gen(function*() {
-      const { box, file, apply } = yield* setup
+      const { file, apply } = yield* setup
       // Mostly LF: one CRLF line in the middle, a CRLF context line next to the change.
       fs.writeFileSync(file("mixed.txt"), "one\ntwo\r\nthree\nfour\r\nfive\nsix\n")
       const result = yield* apply(patch("*** Update File: mixed.txt", " two", "-three", "+THREE", " four", "@@", "+seven"))
