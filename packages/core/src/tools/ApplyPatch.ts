@@ -146,7 +146,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               const state = yield* stateOf(file)
               switch (operation.type) {
                 case "add": {
-                  state.raw = operation.content
+                  // Over an existing file, the new lines take its line ending style, as an update's do.
+                  state.raw = state.shape.eol === "\r\n" ? operation.content.replace(/\n/g, "\r\n") : operation.content
                   summary.push({ kind: "A", file })
                   break
                 }

@@ -24,8 +24,9 @@ export const oldLines = (lines: ReadonlyArray<HunkLine>): Array<string> =>
 
 /**
  * Without the blank line that closes a hunk's expected lines: it often stands for the file's
- * final newline, which is no line (Codex retries the same way). A blank context line followed by
- * added lines still goes into the file, as an added line.
+ * final newline, which is no line, or separates the hunk from the next (Codex retries without
+ * one; we go on while there are more). A blank context line followed by added lines still goes
+ * into the file, as an added line.
  */
 const withoutTrailingBlank = (lines: ReadonlyArray<HunkLine>): ReadonlyArray<HunkLine> | undefined => {
   let last = lines.length - 1
@@ -87,8 +88,8 @@ export function* applyHunkSteps(
     const locate = (expected: ReadonlyArray<string>) =>
       (hunk.endOfFile ? seeker.seek(expected, from, true) : undefined) ?? seeker.seek(expected, from)
     let found = locate(oldLines(lines))
-    const shorter = found === undefined ? withoutTrailingBlank(lines) : undefined
-    if (shorter !== undefined && oldLines(shorter).length > 0) {
+    for (let shorter = withoutTrailingBlank(lines); found === undefined && shorter !== undefined; shorter = withoutTrailingBlank(shorter)) {
+      if (oldLines(shorter).length === 0) break
       found = locate(oldLines(shorter))
       if (found !== undefined) lines = shorter
     }

@@ -171,8 +171,8 @@ const parseUpdate = (
     } else if (body.trim() === END_OF_FILE) {
       if (current === undefined) return error(index, `"${END_OF_FILE}" outside a hunk in ${path}`)
       current.endOfFile = true
-    } else if (current?.endOfFile && body.trim() === "") {
-      // Blank lines after the end of a file say nothing.
+    } else if ((current === undefined || current.endOfFile) && body.trim() === "") {
+      // Blank lines before a hunk, or after one at the end of the file, say nothing (as in Codex).
     } else if (body === "" || body.startsWith(" ") || body.startsWith("-") || body.startsWith("+")) {
       if (current === undefined) current = { lines: [], endOfFile: false, line: at(index) }
       else if (current.endOfFile) return error(index, `lines after "${END_OF_FILE}" in ${path}`)

@@ -176,6 +176,22 @@ describe("apply_patch: the format, as leniently as Codex reads it", () => {
       expect(bytes("b.txt")).toBe("new\n")
     }))
 
+  it.scopedLive("blank lines before a hunk are skipped, and blank lines closing a hunk need not be in the file", () =>
+    Effect.gen(function*() {
+      const { box, bytes, apply } = yield* setup
+      box.write("project/a.txt", "one\ntwo\nthree\nfour\n")
+      yield* apply(patch("*** Update File: a.txt", "", "@@", " one", "-two", "+TWO", "", "", "@@", "-four", "+FOUR", ""))
+      expect(bytes("a.txt")).toBe("one\nTWO\nthree\nFOUR\n")
+    }))
+
+  it.scopedLive("Add File over an existing CRLF file writes its lines with CRLF", () =>
+    Effect.gen(function*() {
+      const { file, apply } = yield* setup
+      fs.writeFileSync(file("win.txt"), "old\r\n")
+      yield* apply(patch("*** Add File: win.txt", "+new", "+lines"))
+      expect(fs.readFileSync(file("win.txt"), "utf8")).toBe("new\r\nlines\r\n")
+    }))
+
   it.scopedLive("a heredoc wrapper is accepted with matching quotes and refused, changing nothing, with mismatched ones", () =>
     Effect.gen(function*() {
       const { box, bytes, apply, refused } = yield* setup
