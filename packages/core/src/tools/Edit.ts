@@ -41,7 +41,7 @@ const explain = (file: string, failure: EditMatch.ReplaceFailure): string => {
       return `Could not find oldString in ${file}. It must match the file's content exactly, including whitespace and ` +
         "indentation; read the file again and copy the passage as it is."
     case "MultipleMatches": {
-      const how = failure.strategy === "exact" ? "" : ` (${STRATEGY_NOTES[failure.strategy]})`
+      const how = failure.strategy === "exact" ? "" : ` ${STRATEGY_NOTES[failure.strategy]}`
       return `Found multiple matches for oldString (${failure.count} places${how}) in ${file}, at ${linesText(failure.lines)}. ` +
         "Include more surrounding lines in oldString so it identifies one place, or set replaceAll to true to replace " +
         "every occurrence."
@@ -62,12 +62,12 @@ const linesText = (lines: ReadonlyArray<number>): string => {
 /** What each fuzzy strategy tolerated, for the tool result. */
 const STRATEGY_NOTES: Record<EditMatch.StrategyName, string> = {
   "exact": "exactly",
-  "line-trimmed": "comparing lines without their leading and trailing whitespace",
-  "whitespace-normalized": "counting runs of whitespace as one space",
-  "indentation-flexible": "with a different indentation of the whole block",
-  "escape-normalized": "reading escapes such as \\n and \\\" as the characters they stand for",
-  "unicode-normalized": "reading typographic dashes, quotes and spaces as ASCII and Unicode in one normal form (NFC)",
-  "trimmed-boundary": "without the whitespace around oldString",
+  "line-trimmed": "when lines are compared without their leading and trailing whitespace",
+  "whitespace-normalized": "when runs of whitespace count as one space",
+  "indentation-flexible": "when the whole block may be indented differently",
+  "escape-normalized": "when escapes such as \\n and \\\" are read as the characters they stand for",
+  "unicode-normalized": "when typographic dashes, quotes and spaces are read as ASCII and Unicode in one normal form (NFC)",
+  "trimmed-boundary": "when the whitespace around oldString is left out",
   "block-anchor": "by its first and last lines, with a similar middle",
   "context-aware": "by its first and last lines and half of the lines between",
   "multi-occurrence": "exactly"

@@ -1,8 +1,11 @@
-import { TestInstance, TestToolContext } from "@agent/testing"
+import type { ToolPart } from "@agent/domain"
+import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
 import { Instance } from "../../src/Instance.js"
+import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
 import * as Edit from "../../src/tools/Edit.js"
 import * as Read from "../../src/tools/Read.js"
@@ -103,7 +106,7 @@ describe("edit: when oldString is not there exactly", () => {
       const content = "a()\n  step(1)\n  next()\nb()\n    step(1)\n    next()\n"
       box.write("project/f.txt", content)
       const message = yield* refused("edit", { filePath: "f.txt", oldString: "step(1)\n      next()", newString: "x" })
-      expect(message).toMatch(/^Found multiple matches for oldString \(2 places \(comparing lines without their leading and trailing whitespace\)\) in .*f\.txt, at lines 2 and 5\./)
+      expect(message).toMatch(/^Found multiple matches for oldString \(2 places when lines are compared without their leading and trailing whitespace\) in .*f\.txt, at lines 2 and 5\./)
       expect(text("f.txt")).toBe(content)
     }))
 
@@ -115,6 +118,10 @@ describe("edit: when oldString is not there exactly", () => {
       const message = yield* refused("edit", { filePath: "f.txt", oldString: "x = 1", newString: "x = 2" })
       expect(message).toMatch(/^Found multiple matches for oldString \(3 places\) in .*f\.txt, at lines 1, 2 and 4\. Include more surrounding lines/)
       expect(text("f.txt")).toBe(content)
+      box.write("project/many.txt", "todo()\n".repeat(13))
+      expect(yield* refused("edit", { filePath: "many.txt", oldString: "todo()", newString: "done()" })).toMatch(
+        /\(13 places\) in .*many\.txt, at lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 3 more\./
+      )
       yield* edit({ filePath: "f.txt", oldString: "x = 1", newString: "x = 2", replaceAll: true })
       expect(text("f.txt")).toBe("const max = 2\nlet x = 2\nprint(x)\n  x = 2\n")
     }))
@@ -182,5 +189,29 @@ describe("Claude Code's argument names", () => {
       }
       expect(Tool.jsonSchemaOf(tools.edit)).toMatchObject({ required: ["filePath", "oldString", "newString"] })
       expect(yield* refused("edit", { file_path: "x.txt", old_string: "a" })).toMatch(/^The edit tool was called with invalid arguments: newString: is missing/)
+    }))
+})
+
+describe("Claude Code's argument names: in the loop", () => {
+  it.scopedLive("a model that sends file_path, old_string and new_string gets its edit", () =>
+    Effect.gen(function*() {
+      const { box, tools, text } = yield* setup
+      box.write("project/greet.js", "console.log('hello')\n")
+      const model = ScriptedModel.make([
+        [ScriptedModel.toolCall("edit", { file_path: "greet.js", old_string: "'hello'", new_string: "'hello, world'" })],
+        "Done."
+      ])
+      const runtime = yield* TestRuntime.make({ model, tools: [tools.edit] })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const loop = yield* SessionLoop
+        const session = yield* store.create({ title: "aliases" })
+        expect((yield* loop.prompt({ sessionID: session.id, parts: [{ type: "text", text: "greet the world" }] })).reason).toBe("completed")
+        expect(text("greet.js")).toBe("console.log('hello, world')\n")
+        const part = (yield* store.messages(session.id))
+          .flatMap((message) => message.parts)
+          .find((candidate): candidate is ToolPart => candidate.type === "tool")
+        expect(part?.state.status === "completed" && part.state.output).toBe("Edit applied successfully.")
+      }).pipe(Effect.provide(runtime.layer))
     }))
 })
