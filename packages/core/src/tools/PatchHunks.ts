@@ -85,8 +85,10 @@ export function* applyHunkSteps(
       }
       continue
     }
+    // The hunk's lines may repeat the `@@` line as their first context line (Codex would not find them then).
     const locate = (expected: ReadonlyArray<string>) =>
-      (hunk.endOfFile ? seeker.seek(expected, from, true) : undefined) ?? seeker.seek(expected, from)
+      (hunk.endOfFile ? seeker.seek(expected, from, true) : undefined) ?? seeker.seek(expected, from) ??
+        (hunk.context !== undefined && from > cursor ? seeker.seek(expected, from - 1) : undefined)
     let found = locate(oldLines(lines))
     for (let shorter = withoutTrailingBlank(lines); found === undefined && shorter !== undefined; shorter = withoutTrailingBlank(shorter)) {
       if (oldLines(shorter).length === 0) break

@@ -166,7 +166,8 @@ const parseUpdate = (
     if (body.startsWith("@@")) {
       const problem = close()
       if (problem) return error(index - 1, problem)
-      const context = body.slice(2).trim()
+      // A unified diff's line numbers (`@@ -12,7 +12,8 @@ def f`) say nothing here: the text after them is the context.
+      const context = body.slice(2).replace(/^\s*-\d+(,\d+)?\s+\+\d+(,\d+)?\s*@@/, "").trim()
       current = { lines: [], endOfFile: false, line: at(index), ...(context ? { context } : {}) }
     } else if (body.trim() === END_OF_FILE) {
       if (current === undefined) return error(index, `"${END_OF_FILE}" outside a hunk in ${path}`)

@@ -58,6 +58,18 @@ describe("apply_patch: the result", () => {
 })
 
 describe("apply_patch: matching what models type", () => {
+  it.scopedLive("an @@ line repeated as the hunk's first context line, and unified-diff line numbers after @@, are understood", () =>
+    Effect.gen(function*() {
+      const { box, bytes, apply } = yield* setup
+      box.write("project/a.py", "def f():\n    return 1\n\ndef g():\n    return 1\n")
+      yield* apply(patch("*** Update File: a.py", "@@ def g():", " def g():", "-    return 1", "+    return 2"))
+      expect(bytes("a.py")).toBe("def f():\n    return 1\n\ndef g():\n    return 2\n")
+      yield* apply(patch("*** Update File: a.py", "@@ -4,2 +4,2 @@ def g():", "-    return 2", "+    return 3"))
+      expect(bytes("a.py")).toBe("def f():\n    return 1\n\ndef g():\n    return 3\n")
+      yield* apply(patch("*** Update File: a.py", "@@ -1,2 +1,2 @@", "-    return 1", "+    return 0"))
+      expect(bytes("a.py")).toBe("def f():\n    return 0\n\ndef g():\n    return 3\n")
+    }))
+
   it.scopedLive("ASCII - \" ' in the patch find the file's dashes (en, em, non-breaking hyphen, minus) and curly quotes; kept lines stay as they were", () =>
     Effect.gen(function*() {
       const { box, bytes, apply } = yield* setup
