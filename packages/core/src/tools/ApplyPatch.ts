@@ -168,7 +168,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
                   let step = steps.next()
                   // A patch of many hunks on a large file runs a hunk at a time, the event loop free in between.
                   for (; !step.done; step = steps.next()) yield* yieldToEventLoop
-                  const applied = Either.map(step.value, LineEndings.join)
+                  // A bare move (no hunks) keeps the file byte for byte, a missing final newline included.
+                  const applied = operation.hunks.length === 0 ? Either.right(state.raw) : Either.map(step.value, LineEndings.join)
                   if (Either.isLeft(applied)) return yield* fail(`Patch not applied, no file was changed. ${applied.left}`)
                   if (operation.moveTo !== undefined && absolute(operation.moveTo) !== file) {
                     const target = absolute(operation.moveTo)

@@ -40,6 +40,15 @@ describe("apply_patch: the result", () => {
       expect(result.output).toBe("Success. Updated the following files:\nM lf.txt\nM crlf.txt")
     }))
 
+  it.scopedLive("a move without hunks keeps the file as it was, without a final newline if it had none", () =>
+    Effect.gen(function*() {
+      const { box, file, bytes, apply } = yield* setup
+      box.write("project/old.txt", "one\r\ntwo")
+      yield* apply(patch("*** Update File: old.txt", "*** Move to: new.txt"))
+      expect(bytes("new.txt")).toBe("one\r\ntwo")
+      expect(fs.existsSync(file("old.txt"))).toBe(false)
+    }))
+
   it.scopedLive("a hunk that only adds lines goes to the end, and the hunks after it are still found where the last one ended", () =>
     Effect.gen(function*() {
       const { box, bytes, apply } = yield* setup
