@@ -3,7 +3,9 @@
  * as the model calls it (read, match, diff, atomic write), with the CPU it takes and the longest
  * the event loop waited meanwhile (a timer ticking every 5 ms); then its parts alone: the match
  * cascade, the diff shown to the user, the session diff's line count; a fuzzy block-anchor search
- * whose first and last lines are everywhere; and apply_patch with 500 hunks on the same file.
+ * whose first and last lines are everywhere; an edit whose oldString is nowhere, so every fuzzy
+ * strategy runs over the file; and apply_patch with 500 hunks on the same file, exact and typed
+ * with ASCII quotes for the file's curly ones (every hunk found by the last, folding pass).
  * Median and min of several runs. Runs on the TypeScript sources, no build needed:
  * `pnpm bench:edit`. Options (env): BENCH_RUNS (default 5), BENCH_LINES (default 34000).
  *
@@ -102,6 +104,15 @@ const main = async () => {
     ...every500.flatMap((line) => ["@@", `-const value${line} = computeOldName(input${line}) // x`, `+const value${line} = patched(input${line})`]),
     "*** End Patch"
   ].join("\n")
+  // The same file with curly quotes; the patch types them as ASCII.
+  const curly = original.replaceAll("(input", "(\u201Cinput").replaceAll(") // x", "\u201D) // x")
+  const foldedPatchText = [
+    "*** Begin Patch",
+    "*** Update File: big.ts",
+    ...every500.flatMap((line) => ["@@", `-const value${line} = computeOldName("input${line}") // x`, `+const value${line} = patched(input${line})`]),
+    "*** End Patch"
+  ].join("\n")
+  const missing = ["const value7 = computeOldName(input7) // x", "  somethingThatIsNowhere()", "const value9 = computeOldName(input9) // y"].join("\n")
   const anchorContent = Array.from({ length: LINES }, (_, i) => (i % 3 === 0 ? "}" : `  stmt ${i}`)).join("\n")
   const anchorSearch = ["}", ...Array.from({ length: 100 }, (_, i) => `  other ${i}`), "}"].join("\n")
 
@@ -114,8 +125,16 @@ const main = async () => {
     await measure("FileDiff.compare (diff shown)", nothing, async () => FileDiff.compare(file, original, replaced)),
     await measure("LineDiff.count (session diff)", nothing, async () => LineDiff.count(original, replaced)),
     await measure("block-anchor, '}' everywhere", nothing, async () => EditMatch.blockAnchor.find(anchorContent, anchorSearch)),
+    await measure("edit tool: oldString nowhere (every fuzzy strategy)", reset, async () => {
+      const exit = await Effect.runPromiseExit(edit.execute({ filePath: file, oldString: missing, newString: "x" }, context()))
+      if (exit._tag !== "Failure") throw new Error("expected no match")
+    }),
     await measure(`apply_patch tool: ${every500.length} hunks`, reset, async () => {
       await Effect.runPromise(patch.execute({ patchText }, context()))
+    }),
+    await measure(`apply_patch tool: ${every500.length} hunks, quotes folded`, () => fs.writeFileSync(file, curly), async () => {
+      await Effect.runPromise(patch.execute({ patchText: foldedPatchText }, context()))
+      if (!fs.readFileSync(file, "utf8").includes("const value7 = patched(input7)")) throw new Error("wrong result")
     })
   ]
   console.table(rows)

@@ -31,6 +31,7 @@ const namedFiles = (part: ToolPart, directory: string): Array<string> => {
     if (typeof value === "string" && value.length > 0) out.push(path.resolve(directory, value))
   }
   add(part.state.input.filePath)
+  add(part.state.input.file_path) // the alias edit, write and read accept (ArgumentAliases)
   const metadata = part.state.status === "pending" ? undefined : part.state.metadata
   if (metadata) {
     add(metadata.filepath)

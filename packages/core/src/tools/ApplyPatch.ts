@@ -7,7 +7,9 @@ import * as FileDiff from "./FileDiff.js"
 import * as FileDisk from "./FileDisk.js"
 import * as FileLock from "./FileLock.js"
 import * as FileTimes from "./FileTimes.js"
-import { applyHunks, type Hunk } from "./PatchHunks.js"
+import * as LineEndings from "./LineEndings.js"
+import { applyHunkSteps } from "./PatchHunks.js"
+import { parse } from "./PatchParse.js"
 import * as PatchWrite from "./PatchWrite.js"
 import { pathPatterns } from "./PathRules.js"
 import * as TextEncoding from "./TextEncoding.js"
@@ -15,149 +17,8 @@ import { load, type TextFile, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "apply_patch"
 
-// ---------------------------------------------------------------------------------------------
-// The patch format
-//
-//   *** Begin Patch
-//   *** Add File: path          then every line starts with "+"
-//   *** Delete File: path
-//   *** Update File: path
-//   *** Move to: path           (optional)
-//   @@ optional context line    then lines starting with " " (context), "-" (removed), "+" (added)
-//   *** End of File             (optional: the hunk ends at the end of the file)
-//   *** End Patch
-
-export type Operation =
-  | { readonly type: "add"; readonly path: string; readonly content: string; readonly line: number }
-  | { readonly type: "delete"; readonly path: string; readonly line: number }
-  | {
-    readonly type: "update"
-    readonly path: string
-    readonly moveTo?: string
-    readonly hunks: ReadonlyArray<Hunk>
-    readonly line: number
-  }
-
-export { applyHunks, type Hunk }
-
-const BEGIN = "*** Begin Patch"
-const END = "*** End Patch"
-const ADD = "*** Add File: "
-const DELETE = "*** Delete File: "
-const UPDATE = "*** Update File: "
-const MOVE = "*** Move to: "
-const END_OF_FILE = "*** End of File"
-
-const isFileHeader = (line: string) =>
-  line.startsWith(ADD) || line.startsWith(DELETE) || line.startsWith(UPDATE) || line.trim() === END
-
-/** Parses a patch; the error names the offending line. */
-export const parse = (patchText: string): Either.Either<ReadonlyArray<Operation>, string> => {
-  let lines = FileDiff.normalizeLineEndings(patchText).split("\n")
-  let offset = 0 // lines dropped before lines[0], for line numbers
-  while (lines.length > 0 && lines[0]!.trim() === "") {
-    lines = lines.slice(1)
-    offset++
-  }
-  while (lines.length > 0 && lines[lines.length - 1]!.trim() === "") lines = lines.slice(0, -1)
-  // Tolerate a shell heredoc around the patch (`apply_patch <<'EOF'` … `EOF`).
-  const heredoc = lines[0]?.match(/<<\s*['"]?(\w+)['"]?\s*$/)
-  if (heredoc && lines.length > 1 && lines[lines.length - 1]!.trim() === heredoc[1]) {
-    lines = lines.slice(1, -1)
-    offset++
-  }
-  const at = (index: number) => index + offset + 1
-  const error = (index: number, message: string) => Either.left(`line ${at(index)}: ${message}`)
-
-  if (lines.length === 0 || lines[0]!.trim() !== BEGIN) return error(0, `the patch must start with "${BEGIN}"`)
-  if (lines.length < 2 || lines[lines.length - 1]!.trim() !== END) {
-    return error(Math.max(lines.length - 1, 0), `the patch must end with "${END}"`)
-  }
-  const last = lines.length - 1
-  const operations: Array<Operation> = []
-  let index = 1
-  while (index < last) {
-    const line = lines[index]!
-    if (line.startsWith(ADD)) {
-      const path = line.slice(ADD.length).trim()
-      if (path === "") return error(index, "Add File needs a path")
-      const start = index++
-      const content: Array<string> = []
-      while (index < last && !isFileHeader(lines[index]!)) {
-        const body = lines[index]!
-        if (!body.startsWith("+")) return error(index, `every line of an added file must start with "+" (in ${path})`)
-        content.push(body.slice(1))
-        index++
-      }
-      operations.push({ type: "add", path, content: content.length > 0 ? `${content.join("\n")}\n` : "", line: at(start) })
-      continue
-    }
-    if (line.startsWith(DELETE)) {
-      const path = line.slice(DELETE.length).trim()
-      if (path === "") return error(index, "Delete File needs a path")
-      operations.push({ type: "delete", path, line: at(index) })
-      index++
-      continue
-    }
-    if (line.startsWith(UPDATE)) {
-      const path = line.slice(UPDATE.length).trim()
-      if (path === "") return error(index, "Update File needs a path")
-      const start = index++
-      let moveTo: string | undefined
-      if (index < last && lines[index]!.startsWith(MOVE)) {
-        moveTo = lines[index]!.slice(MOVE.length).trim()
-        if (moveTo === "") return error(index, "Move to needs a path")
-        index++
-      }
-      const hunks: Array<Hunk> = []
-      let current: { context?: string; oldLines: Array<string>; newLines: Array<string>; endOfFile: boolean; line: number } | undefined
-      const close = (): string | undefined => {
-        if (current === undefined) return undefined
-        if (current.oldLines.length === 0 && current.newLines.length === 0) return `empty hunk in ${path}`
-        hunks.push(current)
-        current = undefined
-        return undefined
-      }
-      while (index < last && !isFileHeader(lines[index]!)) {
-        const body = lines[index]!
-        if (body.startsWith("@@")) {
-          const problem = close()
-          if (problem) return error(index - 1, problem)
-          const context = body.slice(2).trim()
-          current = { oldLines: [], newLines: [], endOfFile: false, line: at(index), ...(context ? { context } : {}) }
-        } else if (body.trim() === END_OF_FILE) {
-          if (current === undefined) return error(index, `"${END_OF_FILE}" outside a hunk in ${path}`)
-          current.endOfFile = true
-        } else if (body === "" || body.startsWith(" ") || body.startsWith("-") || body.startsWith("+")) {
-          if (current === undefined) current = { oldLines: [], newLines: [], endOfFile: false, line: at(index) }
-          else if (current.endOfFile) return error(index, `lines after "${END_OF_FILE}" in ${path}`)
-          const marker = body[0] ?? " "
-          const text = body.slice(1)
-          if (marker !== "+") current.oldLines.push(text)
-          if (marker !== "-") current.newLines.push(text)
-        } else {
-          return error(
-            index,
-            `unexpected line in the hunk for ${path}: ${JSON.stringify(body)}. Hunk lines start with " " (context), ` +
-              `"-" (remove), "+" (add) or "@@"`
-          )
-        }
-        index++
-      }
-      const problem = close()
-      if (problem) return error(index - 1, problem)
-      if (hunks.length === 0 && moveTo === undefined) return error(start, `Update File ${path} has no hunks`)
-      operations.push({ type: "update", path, hunks, line: at(start), ...(moveTo !== undefined ? { moveTo } : {}) })
-      continue
-    }
-    return error(
-      index,
-      `expected "${ADD.trim()}", "${DELETE.trim()}", "${UPDATE.trim()}" or "${END}", got ${JSON.stringify(line)}`
-    )
-  }
-  if (operations.length === 0) return error(0, "the patch contains no file operations")
-  return Either.right(operations)
-}
+export { type Operation, parse } from "./PatchParse.js"
+export { applyHunks, type Hunk } from "./PatchHunks.js"
 
 // ---------------------------------------------------------------------------------------------
 // The tool
@@ -172,10 +33,16 @@ const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detai
 
 interface FileState {
   readonly original: TextFile | undefined
-  /** The text after the patch so far (`\n` endings), undefined when the file is (or will be) absent. */
-  text: string | undefined
+  /**
+   * The text after the patch so far, each line with its own ending (see LineEndings), without
+   * BOM; undefined when the file is (or will be) absent.
+   */
+  raw: string | undefined
   shape: FileDiff.TextShape
 }
+
+/** The state's text with `\n` endings, for diffs. */
+const textOf = (state: FileState): string | undefined => state.raw === undefined ? undefined : FileDiff.normalizeLineEndings(state.raw)
 
 interface Change {
   readonly file: string
@@ -195,11 +62,11 @@ const describeChange = (
   moves: ReadonlyMap<string, string>
 ): Change => {
   const before = state.original?.text ?? ""
-  const after = state.text ?? ""
+  const after = textOf(state) ?? ""
   const source = moves.get(file)
   const sourceText = source !== undefined && state.original === undefined ? states.get(source)?.original?.text : undefined
   const base = sourceText ?? before
-  const type = state.text === undefined
+  const type = state.raw === undefined
     ? "delete"
     : source !== undefined
     ? "move"
@@ -266,7 +133,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
                 let state = states.get(file)
                 if (state === undefined) {
                   const original = yield* load(TOOL, file)
-                  state = { original, text: original?.text, shape: original?.shape ?? FileDiff.LF }
+                  state = { original, raw: original?.raw, shape: original?.shape ?? FileDiff.LF }
                   states.set(file, state)
                 }
                 return state
@@ -279,35 +146,41 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               const state = yield* stateOf(file)
               switch (operation.type) {
                 case "add": {
-                  state.text = operation.content
+                  // Over an existing file, the new lines take its line ending style, as an update's do.
+                  state.raw = state.shape.eol === "\r\n" ? operation.content.replace(/\n/g, "\r\n") : operation.content
                   summary.push({ kind: "A", file })
                   break
                 }
                 case "delete": {
-                  if (state.text === undefined) {
+                  if (state.raw === undefined) {
                     return yield* fail(`Patch not applied: line ${operation.line}: cannot delete ${file}: file not found`)
                   }
-                  state.text = undefined
+                  state.raw = undefined
                   summary.push({ kind: "D", file })
                   break
                 }
                 case "update": {
                   yield* yieldToEventLoop
-                  if (state.text === undefined) {
+                  if (state.raw === undefined) {
                     return yield* fail(`Patch not applied: line ${operation.line}: cannot update ${file}: file not found`)
                   }
-                  const applied = applyHunks(state.text, operation.hunks, file)
+                  const steps = applyHunkSteps(LineEndings.split(state.raw), operation.hunks, file, state.shape.eol)
+                  let step = steps.next()
+                  // A patch of many hunks on a large file runs a hunk at a time, the event loop free in between.
+                  for (; !step.done; step = steps.next()) yield* yieldToEventLoop
+                  // A bare move (no hunks) keeps the file byte for byte, a missing final newline included.
+                  const applied = operation.hunks.length === 0 ? Either.right(state.raw) : Either.map(step.value, LineEndings.join)
                   if (Either.isLeft(applied)) return yield* fail(`Patch not applied, no file was changed. ${applied.left}`)
                   if (operation.moveTo !== undefined && absolute(operation.moveTo) !== file) {
                     const target = absolute(operation.moveTo)
                     const destination = yield* stateOf(target)
-                    destination.text = applied.right
+                    destination.raw = applied.right
                     destination.shape = state.shape
-                    state.text = undefined
+                    state.raw = undefined
                     moves.set(target, file)
                     summary.push({ kind: "M", file: target })
                   } else {
-                    state.text = applied.right
+                    state.raw = applied.right
                     summary.push({ kind: "M", file })
                   }
                   break
@@ -317,7 +190,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
 
             // Only the patched lines change: new text must fit each file's encoding (see TextEncoding).
             for (const [file, state] of states) {
-              const char = state.text === undefined ? undefined : TextEncoding.unencodable(state.text, state.shape.encoding)
+              const char = state.raw === undefined ? undefined : TextEncoding.unencodable(state.raw, state.shape.encoding)
               if (char !== undefined) return yield* fail(`Patch not applied, no file was changed. ${TextEncoding.latin1Refusal(file, char)}`)
             }
 
@@ -352,7 +225,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
                 disk,
                 changes.map(({ file, state }) => ({
                   file,
-                  bytes: state.text === undefined ? undefined : FileDiff.toBytes(state.text, state.shape),
+                  bytes: state.raw === undefined ? undefined : FileDiff.rawBytes(state.raw, state.shape),
                   original: state.original?.bytes
                 }))
               )

@@ -140,5 +140,8 @@ export const encode = (text: string, shape: TextShape): string => {
   return (shape.bom ? BOM : "") + (shape.eol === "\r\n" ? body.replace(/\n/g, "\r\n") : body)
 }
 
+/** The file's bytes for text whose line endings are already as they should be on disk (see LineEndings). */
+export const rawBytes = (raw: string, shape: TextShape): Buffer => TextEncoding.encode((shape.bom ? BOM : "") + raw, shape.encoding)
+
 /** The file's bytes for `\n` text in the given shape. */
 export const toBytes = (text: string, shape: TextShape): Buffer => TextEncoding.encode(encode(text, shape), shape.encoding)

@@ -1,126 +1,125 @@
 import { Either } from "effect"
-import * as EditMatch from "./EditMatch.js"
+import type * as LineEndings from "./LineEndings.js"
+import { Seeker } from "./PatchSeek.js"
+
+/** One line of a hunk: kept (context), removed or added. */
+export interface HunkLine {
+  readonly kind: "context" | "remove" | "add"
+  readonly text: string
+}
 
 /** One hunk of an `*** Update File:` section. */
 export interface Hunk {
   /** The text after `@@`: a line to find before looking for the hunk's lines. */
   readonly context?: string
-  readonly oldLines: ReadonlyArray<string>
-  readonly newLines: ReadonlyArray<string>
+  readonly lines: ReadonlyArray<HunkLine>
   readonly endOfFile: boolean
   /** 1-based line of the hunk in the patch. */
   readonly line: number
 }
 
+/** The lines the hunk expects in the file (context and removed), in order. */
+export const oldLines = (lines: ReadonlyArray<HunkLine>): Array<string> =>
+  lines.filter((line) => line.kind !== "add").map((line) => line.text)
+
 /**
- * Where the hunks of one file have got to. Hunks apply in order, each after the previous one, so
- * the file splits at a line boundary: the lines already passed (`done`, with the changes made),
- * and the rest of the original text from `offset`, untouched. A hunk searches only that rest (a
- * slice, not a copy) and moves the boundary past its change: a patch of many hunks costs about
- * one pass over the file, not one per hunk (500 hunks on a 1.6 MB file took 8 s of CPU).
+ * Without the blank line that closes a hunk's expected lines: it often stands for the file's
+ * final newline, which is no line, or separates the hunk from the next (Codex retries without
+ * one; we go on while there are more). A blank context line followed by added lines still goes
+ * into the file, as an added line.
  */
-interface Position {
-  readonly text: string
-  readonly done: Array<string>
-  offset: number
-  /** The boundary is after the file's last line (which had no newline): no line is left, not even an empty one. */
-  pastEnd: boolean
+const withoutTrailingBlank = (lines: ReadonlyArray<HunkLine>): ReadonlyArray<HunkLine> | undefined => {
+  let last = lines.length - 1
+  while (last >= 0 && lines[last]!.kind === "add") last--
+  if (last < 0 || lines[last]!.text !== "") return undefined
+  const kept = lines[last]!.kind === "context" && last < lines.length - 1 ? [{ kind: "add" as const, text: "" }] : []
+  return [...lines.slice(0, last), ...kept, ...lines.slice(last + 1)]
 }
 
-/** The lines of `text` from `from` to `to` (a line start), each without its newline. */
-const pushLines = (done: Array<string>, text: string, from: number, to: number) => {
-  let start = from
-  for (let newline = text.indexOf("\n", start); newline !== -1 && newline < to; newline = text.indexOf("\n", start)) {
-    done.push(text.slice(start, newline))
-    start = newline + 1
-  }
-}
-
-/** Moves the boundary past the first line (from the boundary on) that `matches`; false when there is none. */
-const passLine = (position: Position, matches: (line: string) => boolean): boolean => {
-  if (position.pastEnd) return false
-  const { text } = position
-  for (let start = position.offset; ;) {
-    const newline = text.indexOf("\n", start)
-    const end = newline === -1 ? text.length : newline
-    if (matches(text.slice(start, end))) {
-      pushLines(position.done, text, position.offset, end)
-      position.done.push(text.slice(start, end))
-      if (newline === -1) {
-        position.offset = text.length
-        position.pastEnd = true
-      } else {
-        position.offset = newline + 1
-      }
-      return true
+/**
+ * Applies the hunks of one file in order, as Codex does: each hunk's lines are looked for after
+ * the previous hunk (and after its `@@` line); a hunk that only adds lines goes after its `@@`
+ * line, or, without one, at the end of the file while the next hunks are still looked for where
+ * the previous one ended. Lines the patch does not change (context lines included) keep their
+ * text and ending; added lines take `eol`, and the result always ends with a newline.
+ *
+ * A generator that yields after each hunk, so the tool can let the event loop run in between
+ * (`applyHunks` runs it through).
+ */
+export function* applyHunkSteps(
+  file: LineEndings.Lines,
+  hunks: ReadonlyArray<Hunk>,
+  path: string,
+  eol: "\n" | "\r\n"
+): Generator<undefined, Either.Either<LineEndings.Lines, string>> {
+  const seeker = new Seeker(file.texts)
+  const texts: Array<string> = []
+  const endings: Array<LineEndings.Ending> = []
+  const appended: Array<string> = []
+  let cursor = 0 // the next line of the file not yet passed
+  const copyTo = (index: number) => {
+    for (; cursor < index; cursor++) {
+      texts.push(file.texts[cursor]!)
+      endings.push(file.endings[cursor]!)
     }
-    if (newline === -1) return false
-    start = newline + 1
   }
-}
-
-/** Passes every line left except a final empty one (what ends a file with a newline). */
-const passToEnd = (position: Position) => {
-  if (position.pastEnd) return
-  const { text } = position
-  pushLines(position.done, text, position.offset, text.length)
-  const lastStart = text.lastIndexOf("\n") + 1
-  if (lastStart < text.length && lastStart >= position.offset) {
-    position.done.push(text.slice(lastStart))
-    position.pastEnd = true
+  const add = (text: string) => {
+    texts.push(text)
+    endings.push(eol)
   }
-  position.offset = text.length
-}
-
-/** Applies the hunks of one file in order; each is looked for after the previous one. */
-export const applyHunks = (text: string, hunks: ReadonlyArray<Hunk>, path: string): Either.Either<string, string> => {
-  const position: Position = { text, done: [], offset: 0, pastEnd: false }
   for (const hunk of hunks) {
+    yield undefined
+    let from = cursor
     if (hunk.context !== undefined) {
-      const wanted = hunk.context.trim()
-      const found = passLine(position, (line) => line.trim() === wanted) || passLine(position, (line) => line.includes(wanted))
-      if (!found) return Either.left(`line ${hunk.line}: could not find the context line "@@ ${hunk.context}" in ${path}`)
+      const found = seeker.seekLine(hunk.context, cursor)
+      if (found === undefined) return Either.left(`line ${hunk.line}: could not find the context line "@@ ${hunk.context}" in ${path}`)
+      from = found.index + 1
     }
-    const oldLines = [...hunk.oldLines]
-    const newLines = [...hunk.newLines]
-    // Blank context at the end of a hunk says nothing about where it goes.
-    while (oldLines.length > 0 && newLines.length > 0 && oldLines[oldLines.length - 1] === "" && newLines[newLines.length - 1] === "") {
-      oldLines.pop()
-      newLines.pop()
-    }
-    if (oldLines.length === 0) {
-      // A pure addition: after the context line, else at the end of the file (before the empty line a final newline makes).
-      if (hunk.context === undefined) {
-        passToEnd(position)
-        if (position.pastEnd && position.done[position.done.length - 1] === "") {
-          position.done.pop()
-          position.pastEnd = false
-        }
+    let lines = hunk.lines
+    if (oldLines(lines).length === 0) {
+      if (hunk.context === undefined || hunk.endOfFile) {
+        for (const line of lines) appended.push(line.text)
+      } else {
+        copyTo(from)
+        for (const line of lines) add(line.text)
       }
-      for (const line of newLines) position.done.push(line)
       continue
     }
-    // Past the last line nothing is left to find, not even an empty line.
-    const rest = position.pastEnd ? "" : text.slice(position.offset)
-    const located = position.pastEnd ? undefined : EditMatch.locate(rest, oldLines.join("\n"), { lineAligned: true })
-    if (located === undefined) {
-      const expected = oldLines.map((line) => `  ${line}`).join("\n")
+    // The hunk's lines may repeat the `@@` line as their first context line (Codex would not find them then).
+    const locate = (expected: ReadonlyArray<string>) =>
+      (hunk.endOfFile ? seeker.seek(expected, from, true) : undefined) ?? seeker.seek(expected, from) ??
+        (hunk.context !== undefined && from > cursor ? seeker.seek(expected, from - 1) : undefined)
+    let found = locate(oldLines(lines))
+    for (let shorter = withoutTrailingBlank(lines); found === undefined && shorter !== undefined; shorter = withoutTrailingBlank(shorter)) {
+      if (oldLines(shorter).length === 0) break
+      found = locate(oldLines(shorter))
+      if (found !== undefined) lines = shorter
+    }
+    if (found === undefined) {
+      const expected = oldLines(hunk.lines).map((line) => `  ${line}`).join("\n")
       return Either.left(`line ${hunk.line}: could not find the lines of this hunk in ${path}:\n${expected}`)
     }
-    const range = hunk.endOfFile
-      ? located.ranges.find((candidate) => candidate.end >= rest.trimEnd().length) ?? located.ranges[located.ranges.length - 1]!
-      : located.ranges[0]!
-    // The range is whole lines: it starts at a line start and ends before a newline or at the end.
-    pushLines(position.done, text, position.offset, position.offset + range.start)
-    for (const line of newLines) position.done.push(line)
-    if (range.end < rest.length) {
-      position.offset += range.end + 1
-    } else {
-      position.offset = text.length
-      position.pastEnd = true
+    copyTo(found.index)
+    for (const line of lines) {
+      if (line.kind === "add") add(line.text)
+      else if (line.kind === "context") copyTo(cursor + 1)
+      else cursor++
     }
   }
-  const done = position.done.join("\n")
-  if (position.pastEnd) return Either.right(done)
-  return Either.right(position.done.length > 0 ? `${done}\n${text.slice(position.offset)}` : text.slice(position.offset))
+  copyTo(file.texts.length)
+  for (const text of appended) add(text)
+  // An updated file always ends with a newline (Codex); a last line moved inward needs one anyway.
+  for (let index = 0; index < endings.length; index++) if (endings[index] === "") endings[index] = eol
+  return Either.right({ texts, endings })
+}
+
+/** `applyHunkSteps`, run through at once. */
+export const applyHunks = (
+  file: LineEndings.Lines,
+  hunks: ReadonlyArray<Hunk>,
+  path: string,
+  eol: "\n" | "\r\n"
+): Either.Either<LineEndings.Lines, string> => {
+  const steps = applyHunkSteps(file, hunks, path, eol)
+  for (let step = steps.next(); ; step = steps.next()) if (step.done) return step.value
 }

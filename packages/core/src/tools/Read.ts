@@ -2,14 +2,16 @@ import { Effect, Schema } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { attachmentMime, MAX_ATTACHMENT_BYTES } from "../Attachment.js"
+import { MAX_ATTACHMENT_BYTES } from "../Attachment.js"
 import { StringDecoder } from "node:string_decoder"
+import { withAliases } from "./ArgumentAliases.js"
 import { Instance } from "../Instance.js"
 import { InstructionLoader } from "../Instructions.js"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
 import { levenshtein } from "./EditMatch.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
+import * as FileKind from "./FileKind.js"
 import * as FileTimes from "./FileTimes.js"
 import { leftOutNote, pathPatterns, readDenied } from "./PathRules.js"
 import * as TextEncoding from "./TextEncoding.js"
@@ -24,21 +26,8 @@ export const MAX_LINE_LENGTH = 2000
 export const MAX_BYTES = 50 * 1024
 /** A directory listing shows at most this many entries per call. */
 export const MAX_ENTRIES = 1000
-/** Images and PDFs larger than this are not attached. */
 
-
-const BINARY_EXTENSIONS = new Set([
-  ".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".zst",
-  ".exe", ".dll", ".so", ".dylib", ".o", ".a", ".lib", ".obj", ".bin", ".dat", ".wasm",
-  ".class", ".jar", ".war", ".pyc", ".pyo", ".node",
-  ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp",
-  ".ico", ".bmp", ".tif", ".tiff", ".psd",
-  ".mp3", ".mp4", ".wav", ".ogg", ".flac", ".avi", ".mov", ".mkv", ".webm",
-  ".ttf", ".otf", ".woff", ".woff2", ".eot",
-  ".sqlite", ".db", ".iso", ".dmg"
-])
-
-const Parameters = Schema.Struct({
+const Canonical = Schema.Struct({
   filePath: Schema.String.annotations({
     description: "Path of the file or directory to read, absolute or relative to the working directory"
   }),
@@ -55,6 +44,9 @@ const Parameters = Schema.Struct({
     })
   )
 })
+
+/** Also accepts Claude Code's argument names (see ArgumentAliases). */
+const Parameters = withAliases(Canonical)
 
 const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
 
@@ -73,19 +65,11 @@ const statOf = (file: string) =>
 // ---------------------------------------------------------------------------------------------
 // Binary detection
 
-/** How much of a file's start `looksBinary` is shown. */
-const SNIFF_BYTES = 4096
+export { looksBinary } from "./FileKind.js"
 
-/** A NUL byte or more than 30% control characters in the first 4 KB. */
-export const looksBinary = (sample: Uint8Array): boolean => {
-  if (sample.length === 0) return false
-  let control = 0
-  for (const byte of sample) {
-    if (byte === 0) return true
-    if (byte < 9 || (byte > 13 && byte < 32)) control++
-  }
-  return control / sample.length > 0.3
-}
+/** "512 bytes", "3.4 KB", "2.1 MB". */
+const sizeText = (bytes: number): string =>
+  bytes < 1024 ? `${bytes} bytes` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / (1024 * 1024)).toFixed(1)} MB`
 
 /** Files up to this size are read in one call; larger ones are streamed in chunks of this size. */
 const STREAM_CHUNK = 64 * 1024
@@ -109,7 +93,7 @@ const readSmall = (file: string, size: number): Buffer | undefined => {
 const headOf = async (file: string): Promise<Uint8Array> => {
   const handle = await fsp.open(file, "r")
   try {
-    const buffer = Buffer.alloc(SNIFF_BYTES)
+    const buffer = Buffer.alloc(FileKind.SNIFF_BYTES)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
     return buffer.subarray(0, bytesRead)
   } finally {
@@ -338,7 +322,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
     id: TOOL,
     fileEffects: "none",
     description: Prompts.read("tool/read.txt"),
-    parameters: Parameters,
+    parameters: Parameters.parameters,
+    jsonSchema: Parameters.jsonSchema,
     execute: (params, context) =>
       Effect.gen(function*() {
         const file = resolvePath(instance, params.filePath)
@@ -382,46 +367,63 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           }
         }
 
-        const mime = attachmentMime(file)
-        if (mime !== undefined) {
-          const kind = mime === "application/pdf" ? "PDF" : "Image"
+        // What the file is comes from its first bytes, not its name (see FileKind).
+        const small = yield* Effect.try({
+          try: () => (stat.size <= STREAM_CHUNK ? readSmall(file, stat.size) : undefined),
+          catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
+        })
+        const head = small ?? (yield* Effect.tryPromise({
+          try: () => headOf(file),
+          catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
+        }))
+        const kind = FileKind.sniff(head)
+        if (kind.type === "attachment") {
           if (stat.size > MAX_ATTACHMENT_BYTES) {
             const megabytes = (stat.size / (1024 * 1024)).toFixed(1)
             return yield* fail(`Cannot attach ${file}: it is ${megabytes} MB, and images and PDFs are limited to 10 MB.`)
           }
-          const data = yield* Effect.tryPromise({
+          const data = small ?? (yield* Effect.tryPromise({
             try: () => fsp.readFile(file),
             catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
-          })
+          }))
           FileTimes.record(context.sessionID, file, stat.mtimeMs)
+          const { mime, label } = kind
           return {
             title,
-            output: [`<path>${file}</path>`, "<type>file</type>", "<content>", `${kind} read successfully`, "</content>"].join("\n"),
-            metadata: { preview: `${kind} read successfully`, truncated: false },
+            output: [`<path>${file}</path>`, "<type>file</type>", "<content>", `${label} read successfully`, "</content>"].join("\n"),
+            metadata: { preview: `${label} read successfully`, truncated: false },
             attachments: [{ mime, url: `data:${mime};base64,${data.toString("base64")}`, filename: path.basename(file) }],
             truncated: true
           }
         }
-
-        if (BINARY_EXTENSIONS.has(path.extname(file).toLowerCase())) return yield* fail(`Cannot read binary file: ${file}`)
+        if (kind.type === "image") {
+          // Its bytes would mean nothing to the model: it is told what the file is instead.
+          const description = `(A ${kind.format} image of ${sizeText(stat.size)}. It is not attached: images are attached ` +
+            "as PNG, JPEG, GIF or WebP only. To look at it, convert it to PNG first, then read the PNG.)"
+          return {
+            title,
+            output: [`<path>${file}</path>`, "<type>file</type>", "<content>", description, "</content>"].join("\n"),
+            metadata: { preview: description, truncated: false },
+            truncated: true
+          }
+        }
+        if (kind.type === "binary") {
+          return yield* fail(`Cannot read binary file: ${file}${kind.format !== undefined ? ` (a ${kind.format})` : ""}`)
+        }
         const limit = params.limit || DEFAULT_LIMIT
-        // A small file (most reads) costs one read; a large one a look at its head, then a scan.
+        // A small file (most reads) is scanned from the bytes already read; a large one is streamed.
         const slice = yield* Effect.tryPromise({
-          try: async (): Promise<(Slice & { readonly encoding: TextEncoding.Encoding }) | "binary"> => {
-            const data = stat.size <= STREAM_CHUNK ? readSmall(file, stat.size) : undefined
-            if (data !== undefined) {
-              if (looksBinary(data.subarray(0, SNIFF_BYTES))) return "binary"
-              const encoding = TextEncoding.detect(data)
+          try: async (): Promise<Slice & { readonly encoding: TextEncoding.Encoding }> => {
+            if (small !== undefined) {
+              const encoding = TextEncoding.detect(small)
               const scanner = new LineScanner(start, limit, encoding)
-              scanner.push(data)
+              scanner.push(small)
               return { ...scanner.finish(), encoding }
             }
-            if (looksBinary(await headOf(file))) return "binary"
             return await scanLines(file, start, limit, context.abort)
           },
           catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
         })
-        if (slice === "binary") return yield* fail(`Cannot read binary file: ${file}`)
         if (!slice.capped && start > slice.total && !(slice.total === 0 && start === 1)) {
           return yield* fail(`Offset ${start} is out of range for this file (${slice.total} lines)`)
         }

@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
+import { withAliases } from "./ArgumentAliases.js"
 import { Instance } from "../Instance.js"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
@@ -18,6 +19,8 @@ export interface TextFile {
   /** The bytes on disk (to restore the file exactly). */
   readonly bytes: Buffer
   readonly text: string
+  /** The text as on disk without BOM: each line with its own ending (see LineEndings). */
+  readonly raw: string
   /** BOM, line endings and encoding (Latin-1 for a file that is not valid UTF-8: see TextEncoding). */
   readonly shape: FileDiff.TextShape
   readonly mtimeMs: number
@@ -37,7 +40,9 @@ export const load = (tool: string, file: string): Effect.Effect<TextFile | undef
       if (stat.isDirectory()) throw new Error(`${file} is a directory, not a file`)
       const bytes = await fsp.readFile(file)
       const encoding = TextEncoding.detect(bytes)
-      return { bytes, ...FileDiff.decode(TextEncoding.decode(bytes, encoding), encoding), mtimeMs: stat.mtimeMs }
+      const decoded = TextEncoding.decode(bytes, encoding)
+      const { text, shape } = FileDiff.decode(decoded, encoding)
+      return { bytes, text, raw: shape.bom ? decoded.slice(1) : decoded, shape, mtimeMs: stat.mtimeMs }
     },
     catch: (error) => failure(tool, `Cannot read ${file}: ${(error as Error).message}`)
   })
@@ -99,12 +104,15 @@ export const ensureFresh = (tool: string, sessionID: string, file: string, curre
     )
     : Effect.void
 
-const Parameters = Schema.Struct({
+const Canonical = Schema.Struct({
   filePath: Schema.String.annotations({
     description: "Path of the file to write, absolute or relative to the working directory"
   }),
   content: Schema.String.annotations({ description: "The complete new content of the file" })
 })
+
+/** Also accepts Claude Code's argument names (see ArgumentAliases). */
+const Parameters = withAliases(Canonical)
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
@@ -113,7 +121,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
     id: TOOL,
     fileEffects: "listed",
     description: Prompts.read("tool/write.txt"),
-    parameters: Parameters,
+    parameters: Parameters.parameters,
+    jsonSchema: Parameters.jsonSchema,
     execute: (params, context) =>
       Effect.gen(function*() {
         const file = resolvePath(instance, params.filePath)

@@ -62,7 +62,12 @@ describe("apply_patch: parsing", () => {
           path: "c.txt",
           moveTo: "d.txt",
           line: 6,
-          hunks: [{ context: "class C", oldLines: ["keep", "old"], newLines: ["keep", "new"], endOfFile: true, line: 8 }]
+          hunks: [{
+            context: "class C",
+            lines: [{ kind: "context", text: "keep" }, { kind: "remove", text: "old" }, { kind: "add", text: "new" }],
+            endOfFile: true,
+            line: 8
+          }]
         }
       ])
     )

@@ -6,6 +6,10 @@ const { strategies } = EditMatch
 
 const matched = (content: string, range: EditMatch.Range) => content.slice(range.start, range.end)
 
+/** `EditMatch.replace`, its result as the text, the deciding strategy and the count. */
+const replaced = (...args: Parameters<typeof EditMatch.replace>) =>
+  Either.map(EditMatch.replace(...args), ({ content, count, strategy }) => ({ content, strategy, count }))
+
 /** The cascade picks `name`, and every strategy before it finds nothing. */
 const decidedBy = (name: EditMatch.StrategyName, content: string, find: string) => {
   const located = EditMatch.locate(content, find)
@@ -18,15 +22,16 @@ const decidedBy = (name: EditMatch.StrategyName, content: string, find: string) 
 }
 
 describe("EditMatch cascade", () => {
-  it("has OpenCode's order", () => {
+  it("has OpenCode's replacers, block-anchor after the line-by-line ones, and unicode-normalized", () => {
     expect(strategies.map((strategy) => strategy.name)).toEqual([
       "exact",
       "line-trimmed",
-      "block-anchor",
       "whitespace-normalized",
       "indentation-flexible",
       "escape-normalized",
+      "unicode-normalized",
       "trimmed-boundary",
+      "block-anchor",
       "context-aware",
       "multi-occurrence"
     ])
@@ -46,8 +51,8 @@ describe("EditMatch cascade", () => {
 
   it("line-trimmed: a trailing newline in the search takes the line's newline too", () => {
     const content = "one\n  two  \nthree\n"
-    const replaced = EditMatch.replace(content, "two\n", "2\n")
-    expect(replaced).toEqual(Either.right({ content: "one\n2\nthree\n", strategy: "line-trimmed", count: 1 }))
+    // (and the replacement is indented as the line was)
+    expect(replaced(content, "two\n", "2\n")).toEqual(Either.right({ content: "one\n  2\nthree\n", strategy: "line-trimmed", count: 1 }))
   })
 
   it("block-anchor: first and last lines anchor a block whose middle is similar", () => {
@@ -71,13 +76,12 @@ describe("EditMatch cascade", () => {
     const content = Array.from({ length: 34_000 }, (_, index) => (index % 3 === 0 ? "}" : `  stmt ${index}`)).join("\n")
     const find = ["}", ...Array.from({ length: 100 }, (_, index) => `  other ${index}`), "}"].join("\n")
     expect(EditMatch.blockAnchor.find(content, find)).toEqual([])
-    expect(EditMatch.replace(content, find, "x")).toEqual(Either.left({ _tag: "NotFound" }))
+    expect(replaced(content, find, "x")).toEqual(Either.left({ _tag: "NotFound" }))
   }, 20_000)
 
   it("replaceAll of 34 000 exact matches replaces each once", () => {
     const content = Array.from({ length: 34_000 }, (_, index) => `v${index} = oldName(${index})`).join("\n")
-    const replaced = EditMatch.replace(content, "oldName", "newName", true)
-    expect(replaced).toEqual(Either.right({ content: content.replaceAll("oldName", "newName"), strategy: "exact", count: 34_000 }))
+    expect(replaced(content, "oldName", "newName", true)).toEqual(Either.right({ content: content.replaceAll("oldName", "newName"), strategy: "exact", count: 34_000 }))
   }, 20_000)
 
   it("whitespace-normalized: runs of whitespace count as one, inside a line", () => {
@@ -100,9 +104,10 @@ describe("EditMatch cascade", () => {
     expect(EditMatch.exact.find(content, find)).toEqual([])
     const found = EditMatch.indentationFlexible.find(content, find)
     expect(found.map((range) => matched(content, range))).toEqual(["  if (ok) {\n    run()\n  }"])
-    expect(EditMatch.replace(content, find, "if (ok) {\n  go()\n}")).toEqual(
+    // The replacement, written at oldString's indentation, is shifted to the block's.
+    expect(replaced(content, find, "if (ok) {\n  go()\n}")).toEqual(
       Either.right({
-        content: "function a() {\nif (ok) {\n  go()\n}\n}\nfunction b() {\n  if (ok) {\n  run()\n  }\n}\n",
+        content: "function a() {\n  if (ok) {\n    go()\n  }\n}\nfunction b() {\n  if (ok) {\n  run()\n  }\n}\n",
         strategy: "indentation-flexible",
         count: 1
       })
@@ -133,7 +138,7 @@ describe("EditMatch cascade", () => {
     const located = decidedBy("trimmed-boundary", content, "\n\ncompute()\n\n")
     expect(located.ranges.map((range) => matched(content, range))).toEqual(["compute()"])
     // The same surrounding whitespace is dropped from the replacement.
-    expect(EditMatch.replace(content, "\n\ncompute()\n\n", "\n\nrun()\n\n")).toEqual(
+    expect(replaced(content, "\n\ncompute()\n\n", "\n\nrun()\n\n")).toEqual(
       Either.right({ content: "let x = run() + 1\n", strategy: "trimmed-boundary", count: 1 })
     )
   })
@@ -160,57 +165,77 @@ describe("EditMatch cascade", () => {
 
 describe("EditMatch.replace", () => {
   it("identical strings are refused", () => {
-    expect(EditMatch.replace("abc", "b", "b")).toEqual(Either.left({ _tag: "Identical" }))
+    expect(replaced("abc", "b", "b")).toEqual(Either.left({ _tag: "Identical" }))
   })
 
   it("nothing found", () => {
-    expect(EditMatch.replace("alpha\nbeta\n", "gamma", "delta")).toEqual(Either.left({ _tag: "NotFound" }))
+    expect(replaced("alpha\nbeta\n", "gamma", "delta")).toEqual(Either.left({ _tag: "NotFound" }))
   })
 
   it("more than one match without replaceAll is refused", () => {
-    expect(EditMatch.replace("x = 1\ny = 2\nx = 1\n", "x = 1", "x = 3")).toEqual(
-      Either.left({ _tag: "MultipleMatches", strategy: "exact", count: 2 })
+    expect(replaced("x = 1\ny = 2\nx = 1\n", "x = 1", "x = 3")).toEqual(
+      Either.left({ _tag: "MultipleMatches", strategy: "exact", count: 2, lines: [1, 3] })
     )
     // Overlapping occurrences are ambiguous too.
-    expect(EditMatch.replace("aaa", "aa", "b")).toMatchObject(Either.left({ _tag: "MultipleMatches" }))
+    expect(replaced("aaa", "aa", "b")).toMatchObject(Either.left({ _tag: "MultipleMatches" }))
   })
 
   it("places found by every strategy alike stay ambiguous; the error names the first strategy's count", () => {
     const content = "  foo()\n    foo()\n"
-    expect(EditMatch.replace(content, "foo()", "bar()")).toEqual(Either.left({ _tag: "MultipleMatches", strategy: "exact", count: 2 }))
+    expect(replaced(content, "foo()", "bar()")).toEqual(Either.left({ _tag: "MultipleMatches", strategy: "exact", count: 2, lines: [1, 2] }))
   })
 
-  it("an ambiguous exact match passes to the next strategy, which may single out one place (as in OpenCode)", () => {
-    // "x = 1" occurs twice, but only once as a whole line
+  it("several exact matches stay an error naming their lines: no fuzzy strategy picks one of them", () => {
+    // "x = 1" occurs twice, but only once as a whole line: OpenCode would let line-trimmed pick that one.
     const content = "const max = 1\n  x = 1\n"
     expect(EditMatch.exact.find(content, "x = 1")).toHaveLength(2)
-    expect(EditMatch.replace(content, "x = 1", "x = 2")).toEqual(
-      Either.right({ content: "const max = 1\nx = 2\n", strategy: "line-trimmed", count: 1 })
+    expect(EditMatch.lineTrimmed.find(content, "x = 1")).toHaveLength(1)
+    expect(replaced(content, "x = 1", "x = 2")).toEqual(Either.left({ _tag: "MultipleMatches", strategy: "exact", count: 2, lines: [1, 2] }))
+  })
+
+  it("a fuzzy strategy that finds several places passes to the next, which may single out one (as in OpenCode)", () => {
+    const content = "function a() {\n  if (ok) {\n    run()\n  }\n}\nfunction b() {\n  if (ok) {\n  run()\n  }\n}\n"
+    const find = "if (ok) {\n  run()\n}"
+    expect(EditMatch.lineTrimmed.find(content, find)).toHaveLength(2)
+    expect(replaced(content, find, "if (ok) {\n  go()\n}")).toMatchObject(Either.right({ strategy: "indentation-flexible", count: 1 }))
+    // Where none singles one out, the error names the lines the first one found.
+    expect(EditMatch.replace(content, "if (ok) {\n      run()\n}", "x")).toEqual(
+      Either.left({ _tag: "MultipleMatches", strategy: "line-trimmed", count: 2, lines: [2, 7] })
     )
   })
 
   it("a strategy's single place whose text occurs elsewhere too is still ambiguous", () => {
     // multi-occurrence counts one (non-overlapping) "aa" in "aaa", but the text sits at 0 and at 1
     expect(EditMatch.multiOccurrence.find("aaa", "aa")).toHaveLength(1)
-    expect(EditMatch.replace("aaa", "aa", "b")).toMatchObject(Either.left({ _tag: "MultipleMatches" }))
+    expect(replaced("aaa", "aa", "b")).toMatchObject(Either.left({ _tag: "MultipleMatches" }))
   })
 
   it("replaceAll replaces every match", () => {
-    expect(EditMatch.replace("x = 1\ny = 2\nx = 1\n", "x = 1", "x = 3", true)).toEqual(
+    expect(replaced("x = 1\ny = 2\nx = 1\n", "x = 1", "x = 3", true)).toEqual(
       Either.right({ content: "x = 3\ny = 2\nx = 3\n", strategy: "exact", count: 2 })
     )
   })
 
-  it("replaceAll with a tolerant strategy replaces each differently indented match", () => {
+  it("replaceAll with a tolerant strategy replaces each differently indented match, each at its own indentation", () => {
     const content = "a {\n  call(1)\n  end()\n}\nb {\n    call(1)\n    end()\n}\n"
-    expect(EditMatch.replace(content, "call(1)\nend()", "call(2)\nend()", true)).toEqual(
-      Either.right({ content: "a {\ncall(2)\nend()\n}\nb {\ncall(2)\nend()\n}\n", strategy: "line-trimmed", count: 2 })
+    expect(replaced(content, "call(1)\nend()", "call(2)\nend()", true)).toEqual(
+      Either.right({ content: "a {\n  call(2)\n  end()\n}\nb {\n    call(2)\n    end()\n}\n", strategy: "line-trimmed", count: 2 })
+    )
+  })
+
+  it("a replacement written at the file's indentation, or matched lines shifted unevenly, are not re-indented", () => {
+    const content = "def f():\n    if x:\n        return 1\n"
+    expect(replaced(content, "if x:\n    return 1", "    if x:\n        return 2")).toEqual(
+      Either.right({ content: "def f():\n    if x:\n        return 2\n", strategy: "line-trimmed", count: 1 })
+    )
+    expect(replaced(content, "if x:\n  return 1", "if x:\n  return 2")).toEqual(
+      Either.right({ content: "def f():\nif x:\n  return 2\n", strategy: "line-trimmed", count: 1 })
     )
   })
 
   it("a unique tolerant match is replaced", () => {
     const content = "if (x) {\n    a()\n    b()\n}\n"
-    expect(EditMatch.replace(content, "  a()\n  b()", "    c()")).toEqual(
+    expect(replaced(content, "  a()\n  b()", "    c()")).toEqual(
       Either.right({ content: "if (x) {\n    c()\n}\n", strategy: "line-trimmed", count: 1 })
     )
   })

@@ -227,15 +227,14 @@ describe("read: directories, binaries, images, missing files", () => {
       expect(result.output).toContain("<entries>\nf02\nf03\nf04\nf05\n(Showing entries 3-6 of 12. Use offset=7 to continue.)\n</entries>")
     }))
 
-  it.scopedLive("refuses binary files, by content and by extension", () =>
+  it.scopedLive("refuses binary files, by content", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
       fs.writeFileSync(box.path("project/blob.xyz"), Buffer.from([0x41, 0x00, 0x42, 0x43]))
-      box.write("project/archive.zip", "looks like text")
       fs.writeFileSync(box.path("project/noise.txt"), Buffer.from(Array.from({ length: 100 }, (_, index) => (index % 2 ? 1 : 65))))
       // Past 64 KB a file is streamed: its head is looked at first.
       fs.writeFileSync(box.path("project/large.out"), Buffer.concat([Buffer.from([0x7f, 0x45, 0x00, 0x01]), Buffer.alloc(100 * 1024, 0x41)]))
-      for (const name of ["blob.xyz", "archive.zip", "noise.txt", "large.out"]) {
+      for (const name of ["blob.xyz", "noise.txt", "large.out"]) {
         const exit = yield* Effect.exit(run(tool, { filePath: name }, makeContext().context))
         expect(failureOf(exit).message).toBe(`Cannot read binary file: ${box.path(`project/${name}`)}`)
       }
@@ -256,7 +255,7 @@ describe("read: directories, binaries, images, missing files", () => {
       expect(pdf.attachments?.[0]?.mime).toBe("application/pdf")
 
       const huge = box.path("project/huge.jpg")
-      fs.writeFileSync(huge, "")
+      fs.writeFileSync(huge, Buffer.from([0xff, 0xd8, 0xff, 0xe0]))
       fs.truncateSync(huge, 11 * 1024 * 1024)
       const exit = yield* Effect.exit(run(tool, { filePath: "huge.jpg" }, makeContext().context))
       expect(failureOf(exit).message).toMatch(/Cannot attach .*huge\.jpg.*limited to 10 MB/)
