@@ -17,6 +17,7 @@ import { Console, Effect, Option, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ExitCode, UsageError } from "./ExitCode.js"
+import { jsonEvent } from "./JsonEvents.js"
 import * as LiveProgress from "./LiveProgress.js"
 import type { RunInput } from "./RunCommand.js"
 import * as RunResult from "./RunResult.js"
@@ -114,35 +115,6 @@ const fileParts = (files: ReadonlyArray<string>, directory: string) =>
       return { type: "text", text: `<file path="${absolute}">\n${content}\n</file>`, synthetic: true } satisfies PromptPart
     }))
 
-/** OpenCode's `run --format json` event shapes, one object per line. */
-const jsonEvent = (sessionID: SessionID, event: BusEvent): object | undefined => {
-  const base = { timestamp: Date.now(), sessionID }
-  if (event.type === "session.error" && event.properties.sessionID === sessionID) {
-    return { type: "error", ...base, error: event.properties.error }
-  }
-  if (event.type === "session.retry" && event.properties.sessionID === sessionID) {
-    const { attempt, attempts, delay, statusCode, message } = event.properties
-    return { type: "retry", ...base, attempt, attempts, delay, ...(statusCode !== undefined ? { statusCode } : {}), message }
-  }
-  if (event.type !== "message.part.updated") return undefined
-  const part: Part = event.properties.part
-  if (part.sessionID !== sessionID) return undefined
-  switch (part.type) {
-    case "step-start":
-      return { type: "step_start", ...base, part }
-    case "step-finish":
-      return { type: "step_finish", ...base, part }
-    case "text":
-      return part.time?.end !== undefined && !part.synthetic ? { type: "text", ...base, part } : undefined
-    case "reasoning":
-      return part.time?.end !== undefined ? { type: "reasoning", ...base, part } : undefined
-    case "tool":
-      return part.state.status === "completed" || part.state.status === "error" ? { type: "tool_use", ...base, part } : undefined
-    default:
-      return undefined
-  }
-}
-
 /** A line on stderr for a terminal watching a run whose output is piped: which tool ran, with its title. */
 const progressLine = (sessionID: SessionID, event: BusEvent): string | undefined => {
   if (event.type !== "message.part.updated") return undefined
@@ -209,13 +181,14 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
     const asking = <A>(question: Effect.Effect<A>) =>
       view ? Effect.sync(view.pause).pipe(Effect.zipRight(question), Effect.ensuring(Effect.sync(view.resume))) : question
 
+    const printedParts = new Set<string>()
     // Every event of the run, from before the prompt, so nothing is missed.
     const events = yield* target.subscribe(sessionID)
     yield* events.pipe(
       Stream.runForEach((event) =>
         Effect.gen(function*() {
           if (json) {
-            const line = jsonEvent(sessionID, event)
+            const line = jsonEvent(sessionID, event, printedParts)
             if (line) yield* Console.log(JSON.stringify(line))
           } else if (view) {
             view.event(event)

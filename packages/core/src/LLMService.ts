@@ -1,5 +1,5 @@
 import type { FinishReason, TokenUsage } from "@agent/domain"
-import { APICallError, type LanguageModelV3FunctionTool, type SharedV3ProviderOptions, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
+import { APICallError, InvalidResponseDataError, type LanguageModelV3FunctionTool, type SharedV3ProviderOptions, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
 import type { ModelMessage } from "ai"
 import { Chunk, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
@@ -234,6 +234,36 @@ export const classifyError = (info: ModelInfo, error: unknown): ProviderError =>
   })
 }
 
+/** The innermost causes' messages, outermost first, without repeats: "terminated: other side closed". */
+const causeChain = (error: unknown): string => {
+  const messages: Array<string> = []
+  const seen = new Set<unknown>()
+  for (let current = error; current instanceof Error && !seen.has(current); current = current.cause) {
+    seen.add(current)
+    if (current.message && !messages.includes(current.message)) messages.push(current.message)
+  }
+  return messages.join(": ")
+}
+
+/**
+ * A response that broke off after it had started: the connection dropped mid-answer (the SDK wraps
+ * that as "HTTP 200: Failed to process successful response") or the body ended without a finish
+ * reason. Both are transient, so retried, and told as what they are.
+ */
+export const streamCutError = (info: ModelInfo, error: unknown, afterEvents: number): ProviderError | undefined => {
+  const dropped = APICallError.isInstance(error) && error.statusCode !== undefined && error.statusCode < 300
+  const unfinished = InvalidResponseDataError.isInstance(error) && /without a finish reason/i.test(error.message)
+  if (!dropped && !unfinished) return undefined
+  const how = dropped ? causeChain(error.cause) || "connection closed" : "the body ended without a finish reason"
+  return new ProviderError({
+    providerID: info.providerID,
+    modelID: info.modelID,
+    detail: `the response stream was cut off mid-answer, after ${afterEvents} event${afterEvents === 1 ? "" : "s"} (${how})`,
+    retryable: true,
+    contextOverflow: false
+  })
+}
+
 // --- streaming -------------------------------------------------------------------------------
 
 /** The SDK's wording for calls the model got wrong, which models have seen in training. */
@@ -362,9 +392,13 @@ const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> =
       let terminal: Effect.Effect<undefined, ProviderError> | undefined
       let reading = false
       let waiting: ((effect: Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>) => void) | undefined
+      // Events read from this response so far (named in the error when it is cut off).
+      let received = 0
       // A stream cut off by our own abort ends as an interruption, not as a provider error.
       const failWith = (error: unknown) =>
-        controller.signal.aborted && !finished ? Effect.interrupt : Effect.fail(classifyError(info, error))
+        controller.signal.aborted && !finished
+          ? Effect.interrupt
+          : Effect.fail(streamCutError(info, error, received) ?? classifyError(info, error))
       const take = () => buffer.splice(0, buffer.length)
       const deliver = () => {
         const resume = waiting
@@ -385,7 +419,10 @@ const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> =
               terminal = failWith(value.error)
             } else {
               const event = toEvent(value)
-              if (event) buffer.push(event)
+              if (event) {
+                received++
+                buffer.push(event)
+              }
               pump()
             }
             deliver()

@@ -952,9 +952,13 @@ function make() {
                 yield* bus.publish({ type: "session.error", properties: { sessionID, error: recorded } })
                 return { reason: "error" as const, error: recorded }
               }
-              // Throw away what the failed attempt produced and ask again.
-              for (const part of message.parts) yield* store.removePart(sessionID, info.id, part.id)
-              message.parts.length = 0
+              // Throw away what the failed attempt produced and ask again. The step-start stays: a
+              // retry is the same step, and a client that saw it start must not see a second start.
+              const kept: Array<Part> = message.parts.filter((part) => part.type === "step-start").slice(0, 1)
+              for (const part of message.parts) {
+                if (!kept.includes(part)) yield* store.removePart(sessionID, info.id, part.id)
+              }
+              message.parts.splice(0, message.parts.length, ...kept)
               const delay = retryDelay(error, attempt, config.retry?.delay)
               yield* bus.publish({
                 type: "session.retry",
@@ -964,7 +968,8 @@ function make() {
                   attempts: retryAttempts,
                   delay,
                   ...(error.statusCode !== undefined ? { statusCode: error.statusCode } : {}),
-                  message: error.message
+                  // The provider's words: the status is its own field, the model is known.
+                  message: error.detail
                 }
               })
               yield* setStatus(sessionID, { type: "retry", attempt, message: error.message, next: Date.now() + delay })
@@ -1176,14 +1181,17 @@ function make() {
               // Tools still running when the step ends early are told to stop.
               atEnd.push((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => abortController.abort()))
 
-              const stepStart: Part = {
-                id: Identifier.ascending("part") as PartID,
-                sessionID,
-                messageID: info.id,
-                type: "step-start",
-                ...(filesBefore ? { snapshot: filesBefore.id } : {})
+              // A retried attempt keeps the step-start of the first one (the files before the step
+              // are the same: a failed attempt leaves the snapshot where it was).
+              if (!message.parts.some((part) => part.type === "step-start")) {
+                yield* writePart(message, {
+                  id: Identifier.ascending("part") as PartID,
+                  sessionID,
+                  messageID: info.id,
+                  type: "step-start",
+                  ...(filesBefore ? { snapshot: filesBefore.id } : {})
+                })
               }
-              yield* writePart(message, stepStart)
 
               // What the tools' own checks decide by: the rules every ask of this step evaluates.
               const toolRules = Permission.merge(input.ruleset, policy.rules)
