@@ -271,6 +271,7 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
   return {
     directory: process.cwd(),
     approvesItself: false,
+    approvals: `the database of the agent server at ${server.url}`,
     chooseAgent,
     findSession: (id) =>
       client.session.get({ path: { id: id as SessionID }, urlParams: {} }).pipe(

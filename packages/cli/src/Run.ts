@@ -1,6 +1,7 @@
 // `agent run` on a runtime in this process (loaded only when it runs; see RunCommand.ts).
 import {
   AgentRegistry,
+  ApprovalStore,
   Bus,
   CommandRegistry,
   Instance,
@@ -52,6 +53,7 @@ const localTarget = Effect.gen(function*() {
   const commands = yield* CommandRegistry
   const instance = yield* Instance
   const agents = yield* AgentRegistry
+  const approvals = yield* ApprovalStore
 
   const chooseAgent = (wanted: string | undefined) =>
     Effect.gen(function*() {
@@ -93,6 +95,7 @@ const localTarget = Effect.gen(function*() {
   return {
     directory: instance.directory,
     approvesItself: true,
+    approvals: approvals.location(instance.projectID),
     chooseAgent,
     findSession: (id) =>
       store.get(id as SessionID).pipe(

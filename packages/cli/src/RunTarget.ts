@@ -23,7 +23,8 @@ import { ExitCode, UsageError } from "./ExitCode.js"
 import * as LiveProgress from "./LiveProgress.js"
 import type { RunInput } from "./RunCommand.js"
 import * as RunResult from "./RunResult.js"
-import { answerOnTerminal, askOnTerminal, describeRequest, type PermissionAnswer, readPrompt, readStdin } from "./RunTerminal.js"
+import { askOnTerminal, type PermissionAnswer } from "./ApprovalPrompt.js"
+import { answerOnTerminal, describeRequest, readPrompt, readStdin } from "./RunTerminal.js"
 
 /** A part of the user's message: the text, and the `-f` files. */
 export type PromptPart =
@@ -58,6 +59,8 @@ export interface RunTarget<E> {
   readonly directory: string
   /** Whether the runtime answers asks itself under `--auto-approve` (else the run replies "once"). */
   readonly approvesItself: boolean
+  /** Where "always" answers are kept, shown before the user answers. */
+  readonly approvals: string
   /**
    * What `--agent` runs (AgentChoice.ts); without it, checks that the default agent can run, so a
    * `default_agent` naming nothing fails before the session is touched.
@@ -246,7 +249,7 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
             if (input.autoApprove && request.requiresPerson === undefined) {
               if (!target.approvesItself) yield* target.replyPermission(request, { reply: "once" })
             } else if (terminal) {
-              yield* target.replyPermission(request, yield* asking(askOnTerminal(request)))
+              yield* target.replyPermission(request, yield* asking(askOnTerminal(request, target.approvals)))
             } else if (request.requiresPerson !== undefined) {
               yield* asking(
                 Console.error(
