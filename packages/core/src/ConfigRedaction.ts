@@ -85,5 +85,5 @@ const redact = (value: unknown, substitutions: Substitutions, mode: Mode): unkno
 }
 
 /** The effective config as it may be shown: secrets masked. */
-export const shownConfig = <C>(info: { readonly config: C; readonly substitutions: Substitutions }): C =>
+export const shownConfig = <C>(info: { readonly config: C; readonly substitutions?: Substitutions | undefined }): C =>
   redactSecrets(info.config, info.substitutions)

@@ -39,7 +39,7 @@ export interface ConfigInfo {
    */
   readonly origin: (path: ReadonlyArray<string>) => ConfigSource | undefined
   /** What `{env:}`/`{file:}` references put in (see ConfigRedaction.ts): masked wherever config is shown. */
-  readonly substitutions: Substitutions
+  readonly substitutions?: Substitutions
   /**
    * The managed dir's own `permission` (its legacy `tools` included), in the order its files
    * wrote it: the enterprise policy. Absent when the managed dir sets no permission.
