@@ -3,6 +3,7 @@
 // the typed client and the domain schemas, not the runtime.
 import { ascending } from "@agent/core/Identifier"
 import {
+  AgentNotFound,
   BusEvent,
   type BusEventOf,
   type MessageID,
@@ -13,6 +14,7 @@ import {
 import * as Client from "@agent/server/Client"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import { Console, Data, Deferred, Effect, Option, Queue, Schema, Stream } from "effect"
+import { type AgentChoice, checkAgent, fallbackChoice } from "./AgentChoice.js"
 import { UsageError } from "./ExitCode.js"
 import type { RunInput } from "./RunCommand.js"
 import type { RunReport } from "./RunResult.js"
@@ -253,9 +255,24 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
   /** A reply the server did not take: said on stderr, the run goes on (it may wait for another answer). */
   const warn = (what: string) => (error: unknown) => Console.error(`agent: ${what}: ${failure(error).message}`)
 
+  /** `--agent` against the server's agents; the server checks its own default agent when it runs. */
+  const chooseAgent = (wanted: string | undefined) =>
+    Effect.gen(function*() {
+      if (wanted === undefined) return { agent: undefined } satisfies AgentChoice
+      const agents = yield* client.instance.agents({ urlParams: {} }).pipe(Effect.mapError(failure))
+      const check = checkAgent(wanted, agents)
+      if (check instanceof AgentNotFound) return yield* check
+      if (check.runs) return { agent: wanted } satisfies AgentChoice
+      // The server lists its default agent first.
+      const fallback = agents.find((agent) => agent.mode !== "subagent" && !agent.hidden)
+      return fallback ? fallbackChoice(check.why, fallback.name, agents) : { agent: undefined, note: check.why }
+    })
+
   return {
     directory: process.cwd(),
     approvesItself: false,
+    approvals: `the database of the agent server at ${server.url}`,
+    chooseAgent,
     findSession: (id) =>
       client.session.get({ path: { id: id as SessionID }, urlParams: {} }).pipe(
         Effect.map((session) => session.id),

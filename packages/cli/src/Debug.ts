@@ -1,4 +1,5 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
+import { shownConfig } from "@agent/core/ConfigRedaction"
 import { ConfigService, type ConfigInfo } from "@agent/core/ConfigService"
 import { Console, Effect, Option } from "effect"
 import * as Layers from "./Layers.js"
@@ -10,7 +11,8 @@ export const config = (input: { readonly key: Option.Option<string> }) =>
       const origin = info.origin(input.key.value.split("."))
       return yield* Console.log(origin ? `${origin.file}${origin.line ? `:${origin.line}` : ""} (${origin.key})` : "not set")
     }
-    yield* Console.log(JSON.stringify({ config: info.config, sources: info.sources, warnings: info.warnings, ...plugins(info) }, null, 2))
+    // Keys, headers and anything a {env:}/{file:} reference put in are masked (sk-...f3a9).
+    yield* Console.log(JSON.stringify({ config: shownConfig(info), sources: info.sources, warnings: info.warnings, ...plugins(info) }, null, 2))
   }).pipe(Effect.provide(Layers.configured))
 
 /** OpenCode's plugins, each with the file that listed it: shown, never run. */

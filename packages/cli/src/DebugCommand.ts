@@ -12,7 +12,7 @@ const config = Command.make(
 
 const agent = Command.make(
   "agent",
-  { name: Args.text({ name: "name" }).pipe(Args.optional) },
+  { name: Args.text({ name: "name" }).pipe(Args.withDescription("the agent to show (default: list them all)"), Args.optional) },
   (input) => lazy(() => import("./Agents.js"), (module) => module.debugAgent(input))
 ).pipe(Command.withDescription("List agents, or show one agent as OpenCode resolves it (model, options, prompt, permission rules and where each came from)"))
 

@@ -31,9 +31,8 @@ const FRAME_MS = 80
 const SPINNER_ANSI = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 const SPINNER_PLAIN = ["|", "/", "-", "\\"]
 
-/** Whether the terminal on stdout can take escape sequences (https://no-color.org, TERM=dumb). */
-export const ansiAllowed = (env: NodeJS.ProcessEnv = process.env) =>
-  (env.NO_COLOR === undefined || env.NO_COLOR === "") && env.TERM !== "dumb"
+/** Whether the terminal on stdout can take escape sequences. */
+export { ansiAllowed } from "./ColorConsole.js"
 
 const toolLabel = (part: ToolPart) => {
   const state = part.state

@@ -9,6 +9,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import { run } from "./Cli.js"
+import { withColorRule } from "./ColorConsole.js"
 import { defectFailure, errorFailure, ExitCode, shutdown } from "./ExitCode.js"
 
 /** Logs go to stderr, so stdout carries only answers and JSON events; warnings and up by default. */
@@ -46,6 +47,8 @@ const stopOnHangup = () => {
 export const main = (argv: ReadonlyArray<string>) => {
   stopOnHangup()
   return run(argv).pipe(
+    // Help and usage errors (and everything else) uncoloured in a pipe or under NO_COLOR.
+    withColorRule,
     // Each command builds the part of the runtime it needs (see Layers.ts).
     Effect.provide(Layer.merge(NodeContext.layer, logging)),
     Effect.map((code) => (typeof code === "number" ? code : ExitCode.ok)),

@@ -1,5 +1,7 @@
 // `agent run` on a runtime in this process (loaded only when it runs; see RunCommand.ts).
 import {
+  AgentRegistry,
+  ApprovalStore,
   Bus,
   CommandRegistry,
   Instance,
@@ -9,10 +11,11 @@ import {
   SessionLoop,
   SessionStore
 } from "@agent/core"
-import { parseModelRef, type SessionID } from "@agent/domain"
+import { AgentNotFound, parseModelRef, type SessionID } from "@agent/domain"
 import { Effect, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { type AgentChoice, checkAgent, fallbackChoice } from "./AgentChoice.js"
 import { UsageError } from "./ExitCode.js"
 import { modelSource } from "./Replay.js"
 import type { RunInput } from "./RunCommand.js"
@@ -56,6 +59,18 @@ const localTarget = Effect.gen(function*() {
   const questions = yield* QuestionService
   const commands = yield* CommandRegistry
   const instance = yield* Instance
+  const agents = yield* AgentRegistry
+  const approvals = yield* ApprovalStore
+
+  const chooseAgent = (wanted: string | undefined) =>
+    Effect.gen(function*() {
+      if (wanted === undefined) return yield* Effect.as(agents.defaultAgent(), { agent: undefined } satisfies AgentChoice)
+      const list = yield* agents.list()
+      const check = checkAgent(wanted, list)
+      if (check instanceof AgentNotFound) return yield* check
+      if (check.runs) return { agent: wanted } satisfies AgentChoice
+      return fallbackChoice(check.why, (yield* agents.defaultAgent()).name, list)
+    })
 
   const turn = (request: TurnRequest) =>
     Effect.gen(function*() {
@@ -87,6 +102,8 @@ const localTarget = Effect.gen(function*() {
   return {
     directory: instance.directory,
     approvesItself: true,
+    approvals: approvals.location(instance.projectID),
+    chooseAgent,
     findSession: (id) =>
       store.get(id as SessionID).pipe(
         Effect.map((session) => session.id),

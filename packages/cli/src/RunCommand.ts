@@ -7,7 +7,10 @@ import { UsageError } from "./ExitCode.js"
 import { lazy } from "./Lazy.js"
 import { endsWithResult, makeReport } from "./RunResult.js"
 
-const message = Args.text({ name: "message" }).pipe(Args.repeated)
+const message = Args.text({ name: "message" }).pipe(
+  Args.withDescription("the message, as one or more words; a word - waits for stdin and appends it"),
+  Args.repeated
+)
 
 export const runConfig = {
   message,

@@ -2,7 +2,9 @@
 // running `agent serve` (Attach.ts): both print the same output and earn the same exit codes.
 import { attachmentMime, MAX_ATTACHMENT_BYTES } from "@agent/core/Attachment"
 import {
+  type AgentNotFound,
   type BusEvent,
+  type DefaultAgentError,
   type MessageError,
   type ModelRef,
   parseModelRef,
@@ -16,12 +18,14 @@ import {
 import { Console, Effect, Option, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import type { AgentChoice } from "./AgentChoice.js"
 import { ExitCode, UsageError } from "./ExitCode.js"
 import { jsonEvent } from "./JsonEvents.js"
 import * as LiveProgress from "./LiveProgress.js"
 import type { RunInput } from "./RunCommand.js"
 import * as RunResult from "./RunResult.js"
-import { answerOnTerminal, askOnTerminal, describeRequest, type PermissionAnswer, readPrompt, readStdin } from "./RunTerminal.js"
+import { askOnTerminal, type PermissionAnswer } from "./ApprovalPrompt.js"
+import { answerOnTerminal, describeRequest, readPrompt, readStdin } from "./RunTerminal.js"
 
 /** A part of the user's message: the text, and the `-f` files. */
 export type PromptPart =
@@ -56,6 +60,13 @@ export interface RunTarget<E> {
   readonly directory: string
   /** Whether the runtime answers asks itself under `--auto-approve` (else the run replies "once"). */
   readonly approvesItself: boolean
+  /** Where "always" answers are kept, shown before the user answers. */
+  readonly approvals: string
+  /**
+   * What `--agent` runs (AgentChoice.ts); without it, checks that the default agent can run, so a
+   * `default_agent` naming nothing fails before the session is touched.
+   */
+  readonly chooseAgent: (wanted: string | undefined) => Effect.Effect<AgentChoice, E | AgentNotFound | DefaultAgentError>
   readonly findSession: (id: string) => Effect.Effect<SessionID, E | UsageError>
   /** The most recent top-level session. */
   readonly latestSession: Effect.Effect<SessionID | undefined, E>
@@ -139,6 +150,9 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
     const terminal = atTerminal()
     const json = input.format === "json"
     const live = !json && process.stdout.isTTY === true
+    // Before stdin is waited for or a session touched: a bad agent choice is a configuration problem.
+    const chosen = yield* target.chooseAgent(Option.getOrUndefined(input.agent))
+    if (chosen.note) yield* Console.error(`agent: ${chosen.note}`)
 
     const wantsStdin = input.message.includes("-")
     const piped = yield* readStdin(wantsStdin)
@@ -208,7 +222,7 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
             if (input.autoApprove && request.requiresPerson === undefined) {
               if (!target.approvesItself) yield* target.replyPermission(request, { reply: "once" })
             } else if (terminal) {
-              yield* target.replyPermission(request, yield* asking(askOnTerminal(request)))
+              yield* target.replyPermission(request, yield* asking(askOnTerminal(request, target.approvals)))
             } else if (request.requiresPerson !== undefined) {
               yield* asking(
                 Console.error(
@@ -262,7 +276,7 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
           sessionID,
           parts,
           ...(command ? { command } : {}),
-          ...(Option.isSome(input.agent) ? { agent: input.agent.value } : {}),
+          ...(chosen.agent !== undefined ? { agent: chosen.agent } : {}),
           ...(Option.isSome(input.model) ? { model: input.model.value } : {}),
           autoApprove: input.autoApprove,
           questions: terminal,

@@ -51,7 +51,7 @@ export const describeRequest = (request: PermissionRequest) =>
  * A line reader on the terminal. Readline takes Ctrl-C for itself; it is passed on as
  * SIGINT so that it still aborts the run (exit 130) while a question is open.
  */
-const openTerminal = () => {
+export const openTerminal = () => {
   const rl = readline.createInterface({ input: process.stdin, output: process.stderr })
   rl.on("SIGINT", () => {
     rl.close()
@@ -59,40 +59,6 @@ const openTerminal = () => {
   })
   return rl
 }
-
-export type PermissionAnswer = { readonly reply: "once" | "always" | "reject"; readonly message?: string }
-
-const parsePermissionAnswer = (answer: string): PermissionAnswer["reply"] | "message" | undefined => {
-  const choice = answer.trim().toLowerCase()
-  if (choice === "o" || choice === "once" || choice === "y" || choice === "yes") return "once"
-  if (choice === "a" || choice === "always") return "always"
-  if (choice === "r" || choice === "reject" || choice === "n" || choice === "no") return "reject"
-  if (choice === "m" || choice === "message") return "message"
-  return undefined
-}
-
-/** Asks the user on the terminal: once, always, reject, or reject with a message for the agent. */
-export const askOnTerminal = (request: PermissionRequest) =>
-  Effect.async<PermissionAnswer>((resume) => {
-    const rl = openTerminal()
-    const diff = (typeof request.metadata.diff === "string" ? `${request.metadata.diff}\n` : "") +
-      (request.requiresPerson === undefined ? "" : `(asked of a person: ${request.requiresPerson})\n`)
-    const ask = (prefix: string) =>
-      rl.question(`${prefix}Allow ${describeRequest(request)}? [o]nce, [a]lways, [r]eject, [m]essage: `, (answer) => {
-        const choice = parsePermissionAnswer(answer)
-        if (choice === undefined) return ask("Please answer o, a, r or m. ")
-        if (choice === "message") {
-          return rl.question("Tell the agent what to do instead: ", (text) => {
-            rl.close()
-            resume(Effect.succeed({ reply: "reject", message: text }))
-          })
-        }
-        rl.close()
-        resume(Effect.succeed({ reply: choice }))
-      })
-    ask(diff)
-    return Effect.sync(() => rl.close())
-  })
 
 /** Asks the model's questions on the terminal: an option number (comma-separated when several) or free text. */
 export const answerOnTerminal = (request: QuestionRequest) =>

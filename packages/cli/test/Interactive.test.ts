@@ -19,13 +19,13 @@ describe("agent run in a terminal", () => {
       const box = yield* project(server.url, { permission: { read: "ask", edit: "ask" } }, { "project/notes.txt": "hello\n" })
       const user = yield* terminal(box, ["run", "-i", "tidy the notes"])
 
-      yield* user.waitFor(/Allow read "notes\.txt"\? \[o\]nce, \[a\]lways, \[r\]eject, \[m\]essage: /)
-      yield* user.type("a\r")
+      yield* user.waitFor(/Allow read "notes\.txt"\?[\s\S]*?\[o\]nce, \[a\]lways, \[r\]eject, \[m\]essage \(press a key\): /)
+      yield* user.type("a")
       yield* user.waitFor(/read\s+notes\.txt/)
       // The write shows its diff before the question.
-      const diff = yield* user.waitFor(/-hello\n\+goodbye[\s\S]*?Allow edit "notes\.txt"\? \[o\]nce, \[a\]lways, \[r\]eject, \[m\]essage: /)
+      const diff = yield* user.waitFor(/-hello\n\+goodbye[\s\S]*?Allow edit "notes\.txt"\?[\s\S]*?\[m\]essage \(press a key\): /)
       expect(diff).toContain("-hello")
-      yield* user.type("m\r")
+      yield* user.type("m")
       yield* user.waitFor(/Tell the agent what to do instead: /)
       yield* user.type("keep the original file\r")
       yield* user.waitFor(/Understood, I left notes\.txt alone\.\n/)
@@ -93,10 +93,12 @@ describe("agent run in a terminal", () => {
       const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "rm -rf build", description: "Clean" })], "never"])
       const box = yield* project(server.url, { permission: { bash: "ask" } })
       const user = yield* terminal(box, ["run", "-i", "clean up"])
-      yield* user.waitFor(/Allow bash "rm -rf build"\?.*: /)
-      yield* user.type("maybe\r")
-      yield* user.waitFor(/Please answer o, a, r or m\. Allow bash/)
-      yield* user.type("r\r")
+      yield* user.waitFor(/Allow bash "rm -rf build"\?[\s\S]*?\(press a key\): /)
+      // Enter alone is no answer; a key that means nothing asks again.
+      yield* user.type("\r")
+      yield* user.type("x")
+      yield* user.waitFor(/Please answer o, a, r or m: /)
+      yield* user.type("r")
       yield* user.waitFor(/agent: run rejected/)
       yield* user.waitFor(/> /)
       yield* user.type("\x04")
@@ -109,7 +111,7 @@ describe("agent run in a terminal", () => {
       const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "make", description: "Build" })], "never"])
       const box = yield* project(server.url, { permission: { bash: "ask" } })
       const user = yield* terminal(box, ["run", "build it"])
-      yield* user.waitFor(/Allow bash "make"\?.*: /)
+      yield* user.waitFor(/Allow bash "make"\?[\s\S]*?\(press a key\): /)
       yield* user.type("\x03")
       yield* user.waitFor(/agent: run aborted/)
       expect(yield* user.exited).toBe(130)
@@ -145,4 +147,34 @@ describe("agent run in a terminal", () => {
       expect(result.code).toBe(2)
       expect(result.stderr).toContain("--interactive needs a terminal")
     }))
+})
+
+describe("the approval prompt", () => {
+  it.scopedLive("shows the exact rule \"always\" stores and where, before the answer; one key answers", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([
+        [toolCall("bash", { command: "echo hi > f.txt", description: "Write f.txt" })],
+        "Wrote it.",
+        [toolCall("bash", { command: "echo again > g.txt", description: "Write g.txt" })],
+        "Wrote that too."
+      ])
+      const box = yield* project(server.url, { permission: { bash: "ask" } })
+      const database = box.path("home/.local/share/agent/agent.db")
+      const user = yield* terminal(box, ["run", "write f.txt"])
+      const prompt = yield* user.waitFor(/Allow bash "echo hi > f\.txt"\?[\s\S]*?\(press a key\): /)
+      expect(prompt).toContain(`[a]lways allows from now on, in this project: bash "echo *"`)
+      expect(prompt.replace(/\s+/g, " ")).toContain(`(kept in ${database})`)
+      // A single key, no Enter.
+      yield* user.type("a")
+      yield* user.waitFor(/always\n/)
+      yield* user.waitFor(/Wrote it\./)
+      expect(yield* user.exited).toBe(0)
+      expect(fs.readFileSync(box.path("project/f.txt"), "utf8")).toBe("hi\n")
+
+      // What was shown is what was stored: another echo is not asked about.
+      const again = yield* agent(box, ["run", "write g.txt"])
+      expect(again.code, again.stderr).toBe(0)
+      expect(again.stderr).not.toMatch(/permission asked/)
+      expect(fs.readFileSync(box.path("project/g.txt"), "utf8")).toBe("again\n")
+    }), 60_000)
 })

@@ -155,6 +155,9 @@ export class AgentRegistry extends Context.Tag("@agent/core/AgentRegistry")<Agen
   )
 }
 
+/** An agent a user may run at the top level: not a subagent, not an internal (hidden) one. */
+export const isPrimary = (agent: Agent): boolean => agent.mode !== "subagent" && !agent.hidden
+
 /** Built-in agents merged with the user's config; pure, so tests can call it directly. */
 export const makeAgentRegistry = (
   instance: InstanceInfo,
@@ -259,12 +262,17 @@ export const makeAgentRegistry = (
     const wanted = config.default_agent
     if (wanted !== undefined) {
       const agent = agents.get(wanted)
-      if (!agent) return new DefaultAgentError({ name: wanted, reason: "not_found" })
-      if (agent.mode === "subagent") return new DefaultAgentError({ name: wanted, reason: "subagent" })
-      if (agent.hidden) return new DefaultAgentError({ name: wanted, reason: "hidden" })
-      return agent
+      const reason = !agent ? "not_found" : agent.mode === "subagent" ? "subagent" : agent.hidden ? "hidden" : undefined
+      if (reason === undefined) return agent!
+      const origin = info.origin(["default_agent"])
+      return new DefaultAgentError({
+        name: wanted,
+        reason,
+        ...(origin ? { source: origin.line === undefined ? origin.file : `${origin.file}:${origin.line}` } : {}),
+        primary: [...agents.values()].filter(isPrimary).map((agent) => agent.name)
+      })
     }
-    for (const agent of agents.values()) if (agent.mode !== "subagent" && !agent.hidden) return agent
+    for (const agent of agents.values()) if (isPrimary(agent)) return agent
     return new DefaultAgentError({ reason: "none" })
   }
 

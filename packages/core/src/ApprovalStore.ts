@@ -15,6 +15,8 @@ export class ApprovalStore extends Context.Tag("@agent/core/ApprovalStore")<
   {
     readonly load: (projectID: ProjectID) => Effect.Effect<PermissionRuleset>
     readonly add: (projectID: ProjectID, rules: PermissionRuleset) => Effect.Effect<void>
+    /** Where a project's approvals are kept, as the user is told before answering "always". */
+    readonly location: (projectID: ProjectID) => string
   }
 >() {
   /** The `permission_approval` table of the runtime's database. */
@@ -22,9 +24,11 @@ export class ApprovalStore extends Context.Tag("@agent/core/ApprovalStore")<
     ApprovalStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const run = withBusyRetry(yield* openedFile)
+      const file = yield* openedFile
+      const run = withBusyRetry(file)
       const decode = Schema.decodeUnknownSync(PermissionRuleset)
       return {
+        location: () => (file === ":memory:" ? "memory (until this process ends)" : file),
         load: (projectID) =>
           run(sql`SELECT permission, pattern, action FROM permission_approval WHERE project_id = ${projectID} ORDER BY id`).pipe(
             Effect.map((rows) => decode(rows))
@@ -71,6 +75,7 @@ export class ApprovalStore extends Context.Tag("@agent/core/ApprovalStore")<
         })
 
       return {
+        location: fileOf,
         load: (projectID) => read(projectID),
         add: (projectID, rules) =>
           Effect.gen(function*() {
@@ -92,6 +97,7 @@ export class ApprovalStore extends Context.Tag("@agent/core/ApprovalStore")<
   static readonly layerMemory: Layer.Layer<ApprovalStore> = Layer.sync(ApprovalStore, () => {
     const byProject = new Map<string, PermissionRuleset>()
     return {
+      location: () => "memory (until this process ends)",
       load: (projectID) => Effect.sync(() => byProject.get(projectID) ?? []),
       add: (projectID, rules) =>
         Effect.sync(() => {

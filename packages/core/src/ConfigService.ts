@@ -17,6 +17,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml"
 import { keptPluginEntries, pluginFiles, resolvePluginEntry } from "./ConfigPlugins.js"
+import type { Substitutions } from "./ConfigRedaction.js"
 import { Instance } from "./Instance.js"
 import type { InstanceInfo } from "./Instance.js"
 
@@ -39,6 +40,8 @@ export interface ConfigInfo {
    * the nearest recorded ancestor when the exact path was set as part of a larger value.
    */
   readonly origin: (path: ReadonlyArray<string>) => ConfigSource | undefined
+  /** What `{env:}`/`{file:}` references put in (see ConfigRedaction.ts): masked wherever config is shown. */
+  readonly substitutions?: Substitutions
   /**
    * The managed dir's own `permission` (its legacy `tools` included), in the order its files
    * wrote it: the enterprise policy. Absent when the managed dir sets no permission.
@@ -348,6 +351,8 @@ const normalizeAgentMap = (value: unknown, prefix: Path, remap: Remap): unknown 
 interface LoadContext {
   readonly instance: InstanceInfo
   readonly warnings: Array<ConfigWarning>
+  /** What `{env:}` and `{file:}` references put in, with the reference: secrets until shown otherwise. */
+  readonly substitutions: Map<string, string>
 }
 
 /**
@@ -455,8 +460,14 @@ const jsonLines = (text: string): (p: Path) => number | undefined => {
   }
 }
 
-const substitute = (text: string, file: string, baseDir: string, instance: InstanceInfo): string => {
-  const withEnv = text.replace(/\{env:([^}]+)\}/g, (_, name: string) => instance.env[name.trim()] ?? "")
+const substitute = (text: string, file: string, baseDir: string, ctx: LoadContext): string => {
+  const { instance } = ctx
+  const withEnv = text.replace(/\{env:([^}]+)\}/g, (token: string, name: string) => {
+    const value = instance.env[name.trim()] ?? ""
+    // As it stands in the JSON text, the way the config will hold it once parsed.
+    if (value !== "") ctx.substitutions.set(value, token)
+    return value
+  })
   let lineOf: ((offset: number) => number) | undefined
   return withEnv.replace(/\{file:([^}]+)\}/g, (token: string, ref: string, offset: number) => {
     const lineStart = withEnv.lastIndexOf("\n", offset - 1) + 1
@@ -468,13 +479,14 @@ const substitute = (text: string, file: string, baseDir: string, instance: Insta
       lineOf ??= lineIndex(withEnv)
       throw configError(file, `bad file reference: ${token} (${resolved} not found)`, lineOf(offset))
     }
+    if (content.trim() !== "") ctx.substitutions.set(content.trim(), token)
     return JSON.stringify(content.trim()).slice(1, -1)
   })
 }
 
 /** Substitutes, parses and normalises one JSONC config text. */
 const jsonSource = (file: string, rawText: string, baseDir: string, ctx: LoadContext): Source => {
-  const text = substitute(rawText, file, baseDir, ctx.instance)
+  const text = substitute(rawText, file, baseDir, ctx)
   const errors: Array<JsonParseError> = []
   const parsed: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: true })
   if (errors.length > 0) {
@@ -733,7 +745,7 @@ const projectDirs = (instance: InstanceInfo): Array<string> => {
 }
 
 const load = (instance: InstanceInfo): ConfigInfo => {
-  const ctx: LoadContext = { instance, warnings: [] }
+  const ctx: LoadContext = { instance, warnings: [], substitutions: new Map() }
   const sources: Array<string> = []
   const directories: Array<string> = []
   const merged: JsonObject = {}
@@ -835,6 +847,7 @@ const load = (instance: InstanceInfo): ConfigInfo => {
     warnings: ctx.warnings,
     directories,
     origin: (p) => prov.origin(p),
+    substitutions: ctx.substitutions,
     ...(policy === undefined ? {} : { managed: { permission: policy, origin: (p) => managedProv.origin(p) } })
   }
 }

@@ -37,6 +37,7 @@ import {
   Stream
 } from "effect"
 import { AgentRegistry } from "./AgentRegistry.js"
+import { warnBackgroundFailure } from "./BackgroundFailure.js"
 import { Compaction } from "./Compaction.js"
 import { ConfigService } from "./ConfigService.js"
 import { Bus } from "./Bus.js"
@@ -1162,7 +1163,7 @@ function make() {
                       ? writePart(message, { id: Identifier.ascending("part") as PartID, sessionID, messageID: info.id, type: "snapshot", snapshot: files.snapshot })
                       : Effect.void),
                   Effect.flatMap(writePatch),
-                  Effect.catchAllCause((cause) => Effect.logWarning("recording the aborted step's files failed", cause))
+                  Effect.catchAllCause(warnBackgroundFailure("recording the aborted step's files failed"))
                 )
               })
               // --- end snapshot
@@ -1540,9 +1541,9 @@ function make() {
           Effect.onInterrupt(() => cleanUp(runner.stopReason ?? "aborted", runner.stopError))
         )
         // Old tool outputs are cleared once the run is over, never in the middle of it.
-        yield* compaction.prune(sessionID, history).pipe(Effect.catchAllCause((cause) => Effect.logError("prune failed", cause)))
+        yield* compaction.prune(sessionID, history).pipe(Effect.catchAllCause(warnBackgroundFailure("pruning old tool output failed")))
         if (filesChanged) {
-          yield* sessionChanges.summarize(sessionID).pipe(Effect.catchAllCause((cause) => Effect.logError("session diff failed", cause)))
+          yield* sessionChanges.summarize(sessionID).pipe(Effect.catchAllCause(warnBackgroundFailure("session diff failed")))
         }
         const last = lastAssistant
         return {
@@ -1684,7 +1685,7 @@ function make() {
         if (!title) return
         const current = yield* store.get(sessionID)
         if (current.title.startsWith("New session - ")) yield* store.update(sessionID, { title })
-      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("title generation failed", cause)))
+      }).pipe(Effect.catchAllCause(warnBackgroundFailure("title generation failed")))
 
     yield* Effect.addFinalizer(() =>
       Effect.forEach([...runners.values()], (runner) => Fiber.interrupt(runner.fiber), { discard: true })

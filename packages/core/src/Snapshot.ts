@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { warnBackgroundFailure } from "./BackgroundFailure.js"
 import { Bus } from "./Bus.js"
 import { ConfigService } from "./ConfigService.js"
 import { filename as databaseFile, withBusyRetry } from "./Database.js"
@@ -800,7 +801,7 @@ function make() {
       ).pipe(
         Effect.tapErrorCause(() => Effect.sync(() => watch?.invalidate("setting up the watches failed"))),
         Effect.ensuring(Effect.sync(() => (arming = false))),
-        Effect.catchAllCause((cause) => Effect.logWarning("setting up the snapshot watches failed", cause)),
+        Effect.catchAllCause(warnBackgroundFailure("setting up the snapshot watches failed")),
         Effect.forkIn(scope),
         Effect.asVoid
       )
@@ -1126,7 +1127,7 @@ function make() {
 
     const backgroundGc = gc().pipe(
       Effect.asVoid,
-      Effect.catchAllCause((cause) => Effect.logError("snapshot garbage collection failed", cause))
+      Effect.catchAllCause(warnBackgroundFailure("snapshot garbage collection failed"))
     )
 
     // Collect after sessions are deleted (batched), and once a day.

@@ -237,10 +237,11 @@ describe("default agent", () => {
         ["title", 'default agent "title" is hidden']
       ] as const
       for (const [name, message] of cases) {
-        const { registry } = yield* registryWith({ "project/agent.json": { default_agent: name } })
+        const { box, registry } = yield* registryWith({ "project/agent.json": { default_agent: name } })
         const error = yield* Effect.flip(registry.defaultAgent())
         expect(error).toBeInstanceOf(DefaultAgentError)
-        expect(error.message).toBe(message)
+        // Where it was set, and what could be the default instead.
+        expect(error.message).toBe(`${box.path("project/agent.json")}:2: ${message} (primary agents: build, plan)`)
       }
     }))
 

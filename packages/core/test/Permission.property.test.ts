@@ -98,7 +98,8 @@ describe("managed policy", () => {
             const policyRules: PermissionRuleset = [...policyExtra, { permission, pattern: input, action: "deny" }]
             const approvalStore = Layer.succeed(ApprovalStore, {
               load: () => Effect.succeed(approvals),
-              add: () => Effect.void
+              add: () => Effect.void,
+              location: () => "memory"
             })
             const layer = PermissionService.layer.pipe(
               Layer.provide(
@@ -171,7 +172,7 @@ describe("managed policy", () => {
                   Layer.provide(
                     Layer.mergeAll(
                       Bus.layer,
-                      Layer.succeed(ApprovalStore, { load: () => Effect.succeed(approvals), add: () => Effect.void }),
+                      Layer.succeed(ApprovalStore, { load: () => Effect.succeed(approvals), add: () => Effect.void, location: () => "memory" }),
                       ConfigService.layerFromInfo(info),
                       Layer.succeed(Instance, instance)
                     )

@@ -172,7 +172,7 @@ describe("enterprise policy", () => {
         Layer.provideMerge(
           Layer.mergeAll(
             Bus.layer,
-            Layer.succeed(ApprovalStore, { load: () => Effect.succeed(stored), add: () => Effect.void }),
+            Layer.succeed(ApprovalStore, { load: () => Effect.succeed(stored), add: () => Effect.void, location: () => "memory" }),
             PermissionPolicy.make({ rules: Permission.fromConfig({ bash: { "deploy *": "ask" } }) }),
             Layer.succeed(Instance, makeInstanceInfo({ directory: "/tmp/project", home: "/tmp/home", env: {} }))
           )

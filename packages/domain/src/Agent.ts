@@ -60,16 +60,22 @@ export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNot
 /** `default_agent` names something that cannot be the default, or no agent can be. */
 export class DefaultAgentError extends Schema.TaggedError<DefaultAgentError>()("DefaultAgentError", {
   name: Schema.optional(Schema.String),
-  reason: Schema.Literal("not_found", "subagent", "hidden", "none")
+  reason: Schema.Literal("not_found", "subagent", "hidden", "none"),
+  /** Where `default_agent` was set: `file:line`. */
+  source: Schema.optional(Schema.String),
+  /** The agents that could be the default. */
+  primary: Schema.optional(Schema.Array(Schema.String))
 }) {
   override get message() {
+    const where = this.source === undefined ? "" : `${this.source}: `
+    const choices = this.primary === undefined ? "" : ` (primary agents: ${this.primary.join(", ") || "none"})`
     switch (this.reason) {
       case "not_found":
-        return `default agent "${this.name}" not found`
+        return `${where}default agent "${this.name}" not found${choices}`
       case "subagent":
-        return `default agent "${this.name}" is a subagent`
+        return `${where}default agent "${this.name}" is a subagent${choices}`
       case "hidden":
-        return `default agent "${this.name}" is hidden`
+        return `${where}default agent "${this.name}" is hidden${choices}`
       case "none":
         return "no primary visible agent found"
     }

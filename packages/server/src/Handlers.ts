@@ -11,13 +11,16 @@ import {
   Permission,
   PermissionService,
   QuestionService,
+  redactSecrets,
   SessionLoop,
   SessionStore,
+  shownConfig,
   SkillRegistry,
   type RunOutcome,
   VERSION
 } from "@agent/core"
 import {
+  Agent,
   AgentApi,
   BadRequestError,
   BusyError,
@@ -331,8 +334,11 @@ export const InstanceHandlers = HttpApiBuilder.group(AgentApi, "instance", (hand
         }))
       .handle("skills", () =>
         Effect.map(skills.list(), (list) => list.map((skill) => ({ name: skill.name, description: skill.description, location: skill.location }))))
-      .handle("agents", () => agents.list())
-      .handle("config", () => config.get())
+      // Secrets stay on the server: keys, headers and {env:}/{file:} texts are masked (ConfigRedaction.ts).
+      .handle("agents", () =>
+        Effect.zipWith(agents.list(), config.info(), (list, info) =>
+          list.map((agent) => new Agent({ ...agent, options: redactSecrets(agent.options, info.substitutions) }))))
+      .handle("config", () => Effect.map(config.info(), shownConfig))
       .handle("mcp", () => mcp.status())
       .handle("path", () =>
         Effect.succeed({
