@@ -40,14 +40,14 @@ describe("tool calls of one step", () => {
       const box = yield* project(server.url)
       const result = yield* agent(box, ["run", "--auto-approve", "--format", "json", "time them"])
       expect(result.code, result.stderr).toBe(0)
+      const tools = events(result.stdout).filter((line) => line.type === "tool_use")
+      expect(tools.map((line) => line.part.state.status), JSON.stringify(tools.filter((line) => line.part.state.status !== "completed"))).toEqual(Array(40).fill("completed"))
       const spans = intervals(box.path("project/times"))
       expect(spans.size).toBe(40)
       const most = maxOverlap(spans.values())
       expect(most).toBeLessThanOrEqual(10)
       // Still in parallel.
       expect(most).toBeGreaterThan(1)
-      const tools = events(result.stdout).filter((line) => line.type === "tool_use")
-      expect(tools.map((line) => line.part.state.status)).toEqual(Array(40).fill("completed"))
       // Every result went back to the model.
       expect(JSON.stringify(server.requests[1]!.messages).match(/"role":"tool"/g)).toHaveLength(40)
     }), 60_000)

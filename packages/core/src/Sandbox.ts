@@ -262,10 +262,12 @@ function make(options: SandboxOptions) {
       const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
       const release = Scope.close(scope, Exit.void)
       const computed = layoutOf(settings)
-      // Hold the placeholders; one created meanwhile is protected as it is instead.
+      // Hold the placeholders; one created meanwhile is protected as it is instead. A path that looks
+      // present because another sandbox holds it as a placeholder is held too: it would vanish under
+      // this one when that sandbox ends (bwrap: "Can't get type of source").
       const mounts = computed.mounts.flatMap((mount) => {
-        if (mount.kind !== "placeholder") return [mount]
-        if (hold(mount.path)) return [mount]
+        if (mount.kind === "writable" || (mount.kind === "readonly" && !held.has(mount.path))) return [mount]
+        if (hold(mount.path)) return [{ path: mount.path, kind: "placeholder" as const }]
         return realFiles.kind(mount.path) === "missing" ? [] : [{ path: mount.path, kind: "readonly" as const }]
       })
       const holding = mounts.filter((mount) => mount.kind === "placeholder").map((mount) => mount.path)

@@ -5,6 +5,7 @@ import { Context, Effect, Fiber, Layer, Logger, Stream } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
+import { spawn } from "node:child_process"
 import { Bus } from "../../src/Bus.js"
 import { CommandRegistry } from "../../src/CommandRegistry.js"
 import { ConfigService } from "../../src/ConfigService.js"
@@ -301,6 +302,34 @@ describe.runIf(real)("sandbox: processes", () => {
       yield* Fiber.interrupt(first)
       const plan = yield* Fiber.join(second)
       expect(plan.active).toBe(true)
+    }))
+
+  it.scopedLive("a sandbox prepared while another holds the placeholders still starts after that one ends", () =>
+    Effect.gen(function*() {
+      // The project has no .agent/ nor opencode.json: each sandbox protects them with a placeholder.
+      const box = yield* TestInstance.sandbox({})
+      const layer = Sandbox.layer.pipe(Layer.provide(Layer.merge(Layer.succeed(Instance, box.instance), Bus.layer)))
+      const sandbox = yield* Effect.provide(Sandbox, yield* Layer.build(layer))
+      const plan = yield* sandbox.plan(undefined)
+      expect(plan.active).toBe(true)
+      const request = { plan, argv: ["/bin/sh", "-c", "echo ran"], cwd: box.path("project"), env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, keeper: "wait" as const, tool: "test" }
+      const first = yield* sandbox.prepare(request)
+      const second = yield* sandbox.prepare(request)
+      // The first ends before the second's process starts: what it made must not vanish under the second.
+      yield* first.release
+      const output = yield* Effect.async<{ code: number | null; out: string }>((resume) => {
+        const child = spawn(second.file, [...second.args], { cwd: box.path("project"), env: second.env, stdio: ["ignore", "pipe", "pipe", "pipe"] })
+        let out = ""
+        child.stdout!.on("data", (chunk) => (out += chunk))
+        child.stderr!.on("data", (chunk) => (out += chunk))
+        ;(child.stdio[3] as NodeJS.ReadableStream).resume()
+        child.on("close", (code) => resume(Effect.succeed({ code, out })))
+      })
+      yield* second.release
+      expect(output.out).toBe("ran\n")
+      expect(output.code).toBe(0)
+      // And once both are gone, so are the placeholders.
+      expect(fs.existsSync(box.path("project/.agent"))).toBe(false)
     }))
 
   it.scopedLive("a background job outlives its command, as it would unsandboxed; what the sandbox held goes with it", () =>
