@@ -38,19 +38,14 @@ if (!fs.existsSync(path.join(cli, "dist", "bin.js"))) {
 
 const readJson = (file) => JSON.parse(fs.readFileSync(file, "utf8"))
 const writeJson = (file, value) => fs.writeFileSync(file, JSON.stringify(value, null, 2) + "\n")
-/** The directory of an installed package, found from one of its files. */
-const packageDir = (file) => {
-  let dir = path.dirname(fromCore.resolve(file))
-  while (!fs.existsSync(path.join(dir, "package.json"))) dir = path.dirname(dir)
-  return dir
+/** The directory and manifest of the installed package `name`, found from one of its files. */
+const installed = (name, file, from = fromCore) => {
+  for (let dir = path.dirname(from.resolve(file)); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const manifest = path.join(dir, "package.json")
+    if (fs.existsSync(manifest) && readJson(manifest).name === name) return { dir, manifest: readJson(manifest) }
+  }
+  throw new Error(`pack-cli: no package.json of ${name} above ${file}`)
 }
-/** The version installed for the checkout, so the package runs what the tests ran. */
-const installedVersion = (name, from = fromCore) => {
-  let dir = path.dirname(from.resolve(name))
-  while (readJsonOrUndefined(path.join(dir, "package.json"))?.name !== name) dir = path.dirname(dir)
-  return readJson(path.join(dir, "package.json")).version
-}
-const readJsonOrUndefined = (file) => (fs.existsSync(file) ? readJson(file) : undefined)
 
 const stage = path.join(out, "cli-package")
 fs.rmSync(stage, { recursive: true, force: true })
@@ -61,8 +56,7 @@ fs.cpSync(path.join(root, "prompts"), path.join(stage, "prompts"), { recursive: 
 
 /** A bundled dependency holding only the named files of the installed package. */
 const bundleFiles = (name, anchor, files) => {
-  const from = packageDir(`${name}/${anchor}`)
-  const manifest = readJson(path.join(from, "package.json"))
+  const { dir: from, manifest } = installed(name, `${name}/${anchor}`)
   const to = path.join(stage, "node_modules", name)
   fs.mkdirSync(to, { recursive: true })
   for (const file of [...files, "LICENSE"]) {
@@ -89,8 +83,9 @@ writeJson(path.join(stage, "package.json"), {
   bin: { agent: "bundle/bin.js" },
   files: ["bundle", "prompts"],
   dependencies: {
-    "better-sqlite3": `^${installedVersion("better-sqlite3", sqliteClient)}`,
-    esbuild: installedVersion("esbuild"),
+    // The versions the checkout runs (and tests) with.
+    "better-sqlite3": `^${installed("better-sqlite3", "better-sqlite3", sqliteClient).manifest.version}`,
+    esbuild: installed("esbuild", "esbuild").manifest.version,
     "tree-sitter-bash": bash,
     "web-tree-sitter": treeSitter
   },
