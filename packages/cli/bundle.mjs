@@ -12,6 +12,11 @@
 //   files are found from there, as before.
 // - native and runtime-resolved packages stay external and are imported by relative path to
 //   their installed files.
+//
+// `node bundle.mjs --packed <dir>` writes the bundle of a package that stands on its own instead
+// (scripts/pack-cli.mjs stages it and runs `npm pack`): <dir>/bundle/, with module URLs naming the
+// files' checkout positions below <dir> (so prompts/ is found at <dir>/prompts/, and packages are
+// resolved from <dir>/node_modules/), and better-sqlite3 imported by name, as a dependency.
 import * as esbuild from "esbuild"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
@@ -19,14 +24,18 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const outdir = path.join(here, "dist", "bundle")
 const workspace = path.resolve(here, "..")
+const packedAt = process.argv[2] === "--packed" ? path.resolve(process.argv[3] ?? "") : undefined
+if (packedAt !== undefined && process.argv[3] === undefined) throw new Error("usage: node bundle.mjs [--packed <dir>]")
+const outdir = packedAt === undefined ? path.join(here, "dist", "bundle") : path.join(packedAt, "bundle")
+/** Where module URLs are relative to: the bundle itself, or, packed, a `bundle/` at the checkout root. */
+const urlBase = packedAt === undefined ? outdir : path.join(workspace, "..", "bundle")
 
 /** Packages that cannot be bundled: native addons. */
 const EXTERNAL = ["better-sqlite3"]
 
-const relativeImport = (file) => {
-  const relative = path.relative(outdir, file).split(path.sep).join("/")
+const relativeTo = (base, file) => {
+  const relative = path.relative(base, file).split(path.sep).join("/")
   return relative.startsWith(".") ? relative : `./${relative}`
 }
 
@@ -37,7 +46,7 @@ const keepModuleUrls = {
       if (!args.path.startsWith(workspace + path.sep) || args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined
       const source = fs.readFileSync(args.path, "utf8")
       if (!source.includes("import.meta.url")) return undefined
-      const url = `new URL(${JSON.stringify(relativeImport(args.path))}, import.meta.url).href`
+      const url = `new URL(${JSON.stringify(relativeTo(urlBase, args.path))}, import.meta.url).href`
       return { contents: source.replaceAll("import.meta.url", url), loader: "js", resolveDir: path.dirname(args.path) }
     })
   }
@@ -48,8 +57,9 @@ const externalByPath = {
   setup(build) {
     const filter = new RegExp(`^(${EXTERNAL.join("|")})$`)
     build.onResolve({ filter }, (args) => {
+      if (packedAt !== undefined) return { path: args.path, external: true }
       const resolved = createRequire(path.join(args.resolveDir, "index.js")).resolve(args.path)
-      return { path: relativeImport(resolved), external: true }
+      return { path: relativeTo(outdir, resolved), external: true }
     })
   }
 }
@@ -72,7 +82,7 @@ const result = await esbuild.build({
   logLevel: "warning",
   legalComments: "none"
 })
-fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile))
+if (packedAt === undefined) fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile))
 
 // Each file to CommonJS. A chunk's `import("./chunk.js")` becomes a `require` (through Node's
 // ES module loader a CommonJS file is also scanned for its export names). Other dynamic imports

@@ -42,10 +42,20 @@ parentPort.on("message", (message) => {
 })
 `
 
-/** better-sqlite3 as @effect/sql-sqlite-node loads it (the same build, in the bundle too). */
+/**
+ * better-sqlite3 as @effect/sql-sqlite-node loads it (the same build, in the bundle too). The
+ * packed CLI (scripts/pack-cli.mjs) has @effect/sql-sqlite-node inside its bundle and
+ * better-sqlite3 as its own dependency, found from here.
+ */
 const driverPath = () => {
   const fromHere = createRequire(import.meta.url)
-  return createRequire(fromHere.resolve("@effect/sql-sqlite-node")).resolve("better-sqlite3")
+  let client: string
+  try {
+    client = fromHere.resolve("@effect/sql-sqlite-node")
+  } catch {
+    return fromHere.resolve("better-sqlite3")
+  }
+  return createRequire(client).resolve("better-sqlite3")
 }
 
 /** Asks the worker to close its connection and waits for it to say so. */
