@@ -24,6 +24,7 @@ import { SessionStore } from "./SessionStore.js"
 import { SkillRegistry } from "./Skills.js"
 import { Snapshot } from "./Snapshot.js"
 import type { AnyTool } from "./Tool.js"
+import * as BuiltinTools from "./BuiltinTools.js"
 import { ToolRegistry } from "./ToolRegistry.js"
 import { Truncation } from "./Truncate.js"
 
@@ -100,7 +101,7 @@ export const makeAppLayer = <PolicyError = never>(
     Mcp.layer,
     options.snapshot ?? Snapshot.layer
   ).pipe(Layer.provideMerge(sandboxed))
-  const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
+  const withTools = BuiltinTools.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
   const changes = SessionChanges.layer.pipe(Layer.provideMerge(permissions))

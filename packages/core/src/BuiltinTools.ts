@@ -1,5 +1,6 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import type { AnyTool } from "./Tool.js"
+import { ToolRegistry } from "./ToolRegistry.js"
 import * as ApplyPatch from "./tools/ApplyPatch.js"
 import * as Bash from "./tools/Bash.js"
 import * as CustomTools from "./tools/CustomTools.js"
@@ -35,3 +36,7 @@ export const make = Effect.all([
 ]).pipe(
   Effect.zipWith(CustomTools.load, (builtins, custom): ReadonlyArray<AnyTool> => [...builtins, ...custom])
 )
+
+/** The tool registry: the built-in tools followed by `extra` (custom tools, test tools). */
+export const layer = (extra: ReadonlyArray<AnyTool> = []) =>
+  Layer.unwrapEffect(Effect.map(make, (builtins) => ToolRegistry.make([...builtins, ...extra])))

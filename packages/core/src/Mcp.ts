@@ -3,7 +3,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { ContentBlock, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Option, Queue, Ref, Runtime, Schema, Scope } from "effect"
+import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Option, Queue, Ref, Runtime, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Bus } from "./Bus.js"
@@ -12,6 +12,7 @@ import { Instance } from "./Instance.js"
 import { ChildProcessTransport, SkippedLineError, type StdioSpec } from "./mcp/ChildProcessTransport.js"
 import * as McpOAuth from "./McpOAuth.js"
 import * as McpSdkLoader from "./McpSdkLoader.js"
+import { McpRequestError, type AuthenticateOptions, type McpInstructions, type McpPrompt, type McpPromptMessage, type McpResource, type McpResourceContent, type McpResourceTemplate, type McpShape } from "./McpShape.js"
 import { Sandbox, type SandboxShape } from "./Sandbox.js"
 import { McpAuthError } from "./McpOAuth.js"
 import type * as Tool from "./Tool.js"
@@ -27,68 +28,8 @@ const FIRST_RETRY_MS = 1_000
 const MAX_RETRY_MS = 30_000
 
 export type { McpServerStatus }
+export * from "./McpShape.js"
 export { McpAuthError }
-
-/** A prompt offered by a connected server; `key` is `<server>:<prompt>`, sanitized. */
-export interface McpPrompt {
-  readonly key: string
-  readonly server: string
-  readonly name: string
-  readonly description?: string
-  readonly arguments: ReadonlyArray<{ readonly name: string; readonly description?: string; readonly required?: boolean }>
-}
-
-export interface McpPromptMessage {
-  readonly role: "user" | "assistant"
-  readonly text: string
-}
-
-/** A rendered prompt: its messages' text content (images and binary resources are left out). */
-export interface McpPromptResult {
-  readonly description?: string
-  readonly messages: ReadonlyArray<McpPromptMessage>
-}
-
-export interface McpResource {
-  readonly server: string
-  readonly uri: string
-  readonly name: string
-  readonly mimeType?: string
-  readonly description?: string
-}
-
-/** A parameterized resource (RFC 6570 URI template) a server can read. */
-export interface McpResourceTemplate {
-  readonly server: string
-  readonly uriTemplate: string
-  readonly name: string
-  readonly mimeType?: string
-  readonly description?: string
-}
-
-/** One part of a read resource: `text`, or `blob` (base64). */
-export interface McpResourceContent {
-  readonly uri: string
-  readonly mimeType?: string
-  readonly text?: string
-  readonly blob?: string
-}
-
-/** What a server tells its clients about using it (the `instructions` of its initialize answer). */
-export interface McpInstructions {
-  readonly server: string
-  readonly text: string
-}
-
-/** A prompt or resource request to a server failed, or the server is unknown or not connected. */
-export class McpRequestError extends Schema.TaggedError<McpRequestError>()("McpRequestError", {
-  server: Schema.String,
-  detail: Schema.String
-}) {
-  override get message() {
-    return this.detail
-  }
-}
 
 /**
  * The MCP servers of the configuration (`mcp.<name>`). They connect in parallel in the
@@ -96,43 +37,7 @@ export class McpRequestError extends Schema.TaggedError<McpRequestError>()("McpR
  * with what is connected now, so a slow or broken server never holds a run up for longer
  * than the grace period the caller gives `ready`.
  */
-export class Mcp extends Context.Tag("@agent/core/Mcp")<
-  Mcp,
-  {
-    /** The tools of the servers connected right now, as runtime tools (`<server>_<tool>`). */
-    readonly tools: () => Effect.Effect<ReadonlyArray<Tool.AnyTool>>
-    /** Waits until every enabled server has connected or failed once, for at most `grace` (default `AGENT_MCP_GRACE_MS` or 3 s). */
-    readonly ready: (grace?: Duration.DurationInput) => Effect.Effect<void>
-    /** Every configured server, by config name. */
-    readonly status: () => Effect.Effect<Record<string, McpServerStatus>>
-    readonly prompts: () => Effect.Effect<ReadonlyArray<McpPrompt>>
-    /** Renders the prompt `key` (`<server>:<prompt>`) with the given arguments. */
-    readonly getPrompt: (key: string, args?: Record<string, string>) => Effect.Effect<McpPromptResult, McpRequestError>
-    /** The resources of one server, or of every connected server (servers that fail to answer are skipped). */
-    readonly resources: (server?: string) => Effect.Effect<ReadonlyArray<McpResource>, McpRequestError>
-    /** The resource templates of one server, or of every connected server (servers that fail to answer are skipped). */
-    readonly resourceTemplates: (server?: string) => Effect.Effect<ReadonlyArray<McpResourceTemplate>, McpRequestError>
-    readonly readResource: (server: string, uri: string) => Effect.Effect<ReadonlyArray<McpResourceContent>, McpRequestError>
-    /** The instructions connected servers gave, for the system prompt. */
-    readonly instructions: () => Effect.Effect<ReadonlyArray<McpInstructions>>
-    /**
-     * (Re)connects one server now, also one that `enabled: false` keeps off, and answers with
-     * its status once the attempt has ended (a failing server keeps retrying in the background).
-     */
-    readonly connect: (server: string) => Effect.Effect<McpServerStatus, McpRequestError>
-    /** Closes one server's connection and stops reconnecting it (status `disabled`) until `connect`. */
-    readonly disconnect: (server: string) => Effect.Effect<void, McpRequestError>
-    /**
-     * Runs the OAuth flow for a remote server (the URL goes to `onAuthorizationUrl`, the
-     * browser comes back to the loopback callback), stores the tokens and reconnects it.
-     */
-    readonly authenticate: (server: string, options: AuthenticateOptions) => Effect.Effect<McpServerStatus, McpAuthError>
-    /** Forgets a server's stored OAuth credentials; tells whether there were any. Reconnects it if it was running. */
-    readonly logout: (server: string) => Effect.Effect<{ readonly removed: boolean; readonly status: McpServerStatus }, McpAuthError>
-    /** Where OAuth credentials are kept (`<data>/mcp-auth.json`, mode 0600). */
-    readonly credentialsFile: string
-  }
->() {
+export class Mcp extends Context.Tag("@agent/core/Mcp")<Mcp, McpShape>() {
   static readonly layer: Layer.Layer<Mcp, never, ConfigService | Instance | Bus> = Layer.scoped(
     Mcp,
     Effect.gen(function*() {
@@ -168,13 +73,6 @@ interface RemoteSpec {
   readonly headers: Record<string, string>
   /** `false`: a 401 is final, the server is expected to take credentials from `headers`. */
   readonly oauth: McpOAuth.OAuthSettings | false | undefined
-}
-
-export interface AuthenticateOptions {
-  /** Shows (and opens) the authorization URL; the flow then waits for the browser to come back. */
-  readonly onAuthorizationUrl: (url: string) => Effect.Effect<void>
-  /** How long to wait for the browser (default 5 minutes). */
-  readonly timeout?: Duration.DurationInput
 }
 
 interface Connection {

@@ -3,7 +3,6 @@ import { Context, Effect, Layer, Schema, type Scope } from "effect"
 import { INVALID_TOOL } from "./LLMService.js"
 import * as Permission from "./Permission.js"
 import type { ModelInfo } from "./ProviderRegistry.js"
-import * as BuiltinTools from "./BuiltinTools.js"
 import * as Tool from "./Tool.js"
 
 /** Receives calls the model got wrong (unknown tool, unparseable arguments) and says why. */
@@ -41,14 +40,8 @@ export interface ToolRegistryShape {
   readonly register: (tools: ReadonlyArray<Tool.AnyTool>) => Effect.Effect<void, never, Scope.Scope>
 }
 
+/** The registry of the built-in tools is `BuiltinTools.layer` (tools/), which builds them and calls `make`. */
 export class ToolRegistry extends Context.Tag("@agent/core/ToolRegistry")<ToolRegistry, ToolRegistryShape>() {
-  /** The built-in tools followed by `extra` (custom tools, test tools). */
-  static readonly layer = (extra: ReadonlyArray<Tool.AnyTool> = []) =>
-    Layer.effect(
-      ToolRegistry,
-      Effect.map(BuiltinTools.make, (builtins) => makeRegistry([...builtins, ...extra]))
-    )
-
   /** A registry holding `invalid` plus the given tools, in order. */
   static readonly make = (tools: ReadonlyArray<Tool.AnyTool>): Layer.Layer<ToolRegistry> =>
     Layer.sync(ToolRegistry, () => makeRegistry(tools))

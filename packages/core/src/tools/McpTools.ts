@@ -4,7 +4,7 @@ import type {
   Tool as McpToolDefinition
 } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Schema } from "effect"
-import type { Mcp, McpResourceContent } from "../Mcp.js"
+import type { McpResourceContent, McpShape } from "../McpShape.js"
 import * as Prompts from "../Prompts.js"
 import * as Tool from "../Tool.js"
 
@@ -173,7 +173,7 @@ const TemplateParameters = Schema.Struct({
  * `list_mcp_resources`, `list_mcp_resource_templates` and `read_mcp_resource` over the given `Mcp` service. Failures of the
  * server become tool errors the model can read.
  */
-export const resourceTools = (mcp: Mcp["Type"]): ReadonlyArray<Tool.AnyTool> => [
+export const resourceTools = (mcp: McpShape): ReadonlyArray<Tool.AnyTool> => [
   Tool.make({
     id: "list_mcp_resources",
     fileEffects: "none",
