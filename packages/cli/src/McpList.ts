@@ -1,7 +1,7 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { Bus } from "@agent/core/Bus"
+import { Bus } from "@agent/core/runtime/Bus"
 import { ConfigService } from "@agent/core/ConfigService"
-import { Instance } from "@agent/core/Instance"
+import { Instance } from "@agent/core/runtime/Instance"
 import { Mcp } from "@agent/core/Mcp"
 import { Sandbox } from "@agent/core/Sandbox"
 import type { McpConfig } from "@agent/domain"

@@ -2,7 +2,7 @@
 // for the demo, the scratch copy of the project it works in (docs/replay.md).
 import { Cassette, DemoModel, ReplayProviders } from "@agent/core"
 import { ConfigService } from "@agent/core/ConfigService"
-import { Instance } from "@agent/core/Instance"
+import { Instance } from "@agent/core/runtime/Instance"
 import { ProviderRegistry } from "@agent/core/ProviderRegistry"
 import { DEFAULT_IGNORES } from "@agent/core/tools/List"
 import { Console, Effect, Layer } from "effect"

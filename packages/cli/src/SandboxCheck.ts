@@ -1,8 +1,8 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
 import { AgentRegistry } from "@agent/core/AgentRegistry"
-import { Bus } from "@agent/core/Bus"
+import { Bus } from "@agent/core/runtime/Bus"
 import { ConfigService } from "@agent/core/ConfigService"
-import { Instance } from "@agent/core/Instance"
+import { Instance } from "@agent/core/runtime/Instance"
 import { describePlan, Sandbox, type SandboxCheck } from "@agent/core/Sandbox"
 import { Console, Effect, Layer, Option } from "effect"
 import { ExitCode } from "./ExitCode.js"

@@ -5,9 +5,9 @@ import * as path from "node:path"
 import { stringify as toYaml } from "yaml"
 import { AgentRegistry } from "./AgentRegistry.js"
 import { isEnvFlag, loadConfig } from "./ConfigService.js"
-import { Instance } from "./Instance.js"
+import { Instance } from "./runtime/Instance.js"
 import { LLMService } from "./LLMService.js"
-import * as Prompts from "./Prompts.js"
+import * as Prompts from "./runtime/Prompts.js"
 import { type ModelNotConfigured, ProviderRegistry } from "./ProviderRegistry.js"
 
 /** What the model answers: OpenCode's three fields. */

@@ -10,9 +10,9 @@ import {
 import { Context, Effect, Layer } from "effect"
 import * as path from "node:path"
 import { ConfigService } from "./ConfigService.js"
-import { Instance, type InstanceInfo } from "./Instance.js"
+import { Instance, type InstanceInfo } from "./runtime/Instance.js"
 import * as Permission from "./Permission.js"
-import * as Prompts from "./Prompts.js"
+import * as Prompts from "./runtime/Prompts.js"
 import { mergeOptions } from "./ProviderOptions.js"
 import { toolOutputDirectory } from "./Truncate.js"
 

@@ -1,6 +1,6 @@
 import type { PermissionRule, PermissionRuleset } from "@agent/domain"
 import * as path from "node:path"
-import type { InstanceInfo } from "./Instance.js"
+import type { InstanceInfo } from "./runtime/Instance.js"
 import * as Permission from "./Permission.js"
 import { isInsideProject, isWithin, realPath } from "./tools/ExternalDirectory.js"
 

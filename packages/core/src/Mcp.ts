@@ -6,9 +6,9 @@ import type { ContentBlock, Tool as McpToolDefinition } from "@modelcontextproto
 import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Option, Queue, Ref, Runtime, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Bus } from "./Bus.js"
+import { Bus } from "./runtime/Bus.js"
 import { ConfigService } from "./ConfigService.js"
-import { Instance } from "./Instance.js"
+import { Instance } from "./runtime/Instance.js"
 import { ChildProcessTransport, SkippedLineError, type StdioSpec } from "./mcp/ChildProcessTransport.js"
 import * as McpOAuth from "./McpOAuth.js"
 import * as McpSdkLoader from "./McpSdkLoader.js"
@@ -18,7 +18,7 @@ import { McpAuthError } from "./McpOAuth.js"
 import type * as Tool from "./Tool.js"
 import { ToolExecutionError } from "./Tool.js"
 import * as McpTools from "./tools/McpTools.js"
-import { VERSION } from "./Version.js"
+import { VERSION } from "./runtime/Version.js"
 
 /** Connect and `tools/list` timeout when the server's config sets none (OpenCode's `DEFAULT_TIMEOUT`). */
 export const DEFAULT_TIMEOUT_MS = 30_000

@@ -5,10 +5,10 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { parse as parseYaml } from "yaml"
 import { ConfigService } from "./ConfigService.js"
-import { Instance } from "./Instance.js"
-import type { InstanceInfo } from "./Instance.js"
+import { Instance } from "./runtime/Instance.js"
+import type { InstanceInfo } from "./runtime/Instance.js"
 import * as Permission from "./Permission.js"
-import * as Prompts from "./Prompts.js"
+import * as Prompts from "./runtime/Prompts.js"
 import { isWithin as within } from "./tools/ExternalDirectory.js"
 
 /** A skill: a `SKILL.md` whose front matter names and describes it. */

@@ -2,9 +2,9 @@ import { Clock, Context, Duration, Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { ConfigService } from "./ConfigService.js"
-import * as Identifier from "./Identifier.js"
-import { Instance } from "./Instance.js"
-import type { InstanceInfo } from "./Instance.js"
+import * as Identifier from "./runtime/Identifier.js"
+import { Instance } from "./runtime/Instance.js"
+import type { InstanceInfo } from "./runtime/Instance.js"
 
 /** Default line limit of a tool output (`tool_output.max_lines`). */
 export const MAX_LINES = 2000

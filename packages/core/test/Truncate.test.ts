@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ConfigService } from "../src/ConfigService.js"
-import { Instance, makeInstanceInfo } from "../src/Instance.js"
+import { Instance, makeInstanceInfo } from "../src/runtime/Instance.js"
 import {
   countLines,
   cut,

@@ -5,7 +5,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { ConfigService } from "../src/ConfigService.js"
-import { Instance } from "../src/Instance.js"
+import { Instance } from "../src/runtime/Instance.js"
 import { InstructionLoader } from "../src/Instructions.js"
 
 /** Builds a loader over a fresh sandbox; `logs` collects everything it logs. */

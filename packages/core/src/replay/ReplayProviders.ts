@@ -7,7 +7,7 @@ import { type ModelRef, parseModelRef } from "@agent/domain"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Effect, Layer } from "effect"
 import { ConfigService } from "../ConfigService.js"
-import { Instance } from "../Instance.js"
+import { Instance } from "../runtime/Instance.js"
 import { modelInfoOf, ProviderRegistry } from "../ProviderRegistry.js"
 import { openRecording, type Player } from "./Cassette.js"
 

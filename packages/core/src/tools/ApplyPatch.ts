@@ -1,6 +1,6 @@
 import { Effect, Either, Schema } from "effect"
-import { Instance, type InstanceInfo } from "../Instance.js"
-import * as Prompts from "../Prompts.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
+import * as Prompts from "../runtime/Prompts.js"
 import * as Tool from "../Tool.js"
 import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
 import * as FileDiff from "./FileDiff.js"

@@ -6,7 +6,7 @@ import { Language, type Node, Parser } from "web-tree-sitter"
 import type { PermissionRule, PermissionRuleset } from "@agent/domain"
 import * as BashArity from "../BashArity.js"
 import * as Permission from "../Permission.js"
-import type { InstanceInfo } from "../Instance.js"
+import type { InstanceInfo } from "../runtime/Instance.js"
 import { commandName, runsOf } from "./BashWrappers.js"
 import { isInsideProject, realPath } from "./ExternalDirectory.js"
 

@@ -5,7 +5,7 @@ import type {
 } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Schema } from "effect"
 import type { McpResourceContent, McpShape } from "../McpShape.js"
-import * as Prompts from "../Prompts.js"
+import * as Prompts from "../runtime/Prompts.js"
 import * as Tool from "../Tool.js"
 
 /** OpenCode's sanitizer for server, tool, prompt and resource names. */

@@ -1,6 +1,6 @@
 import type { PermissionRuleset } from "@agent/domain"
 import * as path from "node:path"
-import type { InstanceInfo } from "../Instance.js"
+import type { InstanceInfo } from "../runtime/Instance.js"
 import * as Permission from "../Permission.js"
 import { isWithin, realPath, relativeToWorktree } from "./ExternalDirectory.js"
 

@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import * as Prompts from "../Prompts.js"
+import * as Prompts from "../runtime/Prompts.js"
 import { fileUrl, parseSkill, SkillRegistry } from "../Skills.js"
 import type { Skill } from "../Skills.js"
 import * as Tool from "../Tool.js"

@@ -1,6 +1,6 @@
 import type { Todo } from "@agent/domain"
 import { Effect, Schema } from "effect"
-import * as Prompts from "../Prompts.js"
+import * as Prompts from "../runtime/Prompts.js"
 import { SessionStore } from "../SessionStore.js"
 import * as Tool from "../Tool.js"
 

@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import * as Prompts from "../Prompts.js"
+import * as Prompts from "../runtime/Prompts.js"
 import * as Tool from "../Tool.js"
 
 const TOOL = "webfetch"

@@ -5,9 +5,9 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { Bus } from "../../src/Bus.js"
+import { Bus } from "../../src/runtime/Bus.js"
 import * as Database from "../../src/Database.js"
-import { Instance } from "../../src/Instance.js"
+import { Instance } from "../../src/runtime/Instance.js"
 import { SessionStore } from "../../src/SessionStore.js"
 
 // The writer runs the built package (`pnpm test` builds first), as a real second process would.

@@ -2,7 +2,7 @@ import { TestInstance, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
-import { Instance } from "../../src/Instance.js"
+import { Instance } from "../../src/runtime/Instance.js"
 import * as Tool from "../../src/Tool.js"
 import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
 

@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import { ConfigService } from "../../src/ConfigService.js"
-import { Instance, type InstanceInfo } from "../../src/Instance.js"
+import { Instance, type InstanceInfo } from "../../src/runtime/Instance.js"
 import { InstructionLoader } from "../../src/Instructions.js"
 
 /** What the read tool needs: the instance and the instruction loader (for nested AGENTS.md). */

@@ -3,7 +3,7 @@ import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agen
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
-import { Instance } from "../../src/Instance.js"
+import { Instance } from "../../src/runtime/Instance.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"
 import * as Tool from "../../src/Tool.js"

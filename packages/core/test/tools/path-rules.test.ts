@@ -3,7 +3,7 @@ import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agen
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
-import { Instance, type InstanceInfo } from "../../src/Instance.js"
+import { Instance, type InstanceInfo } from "../../src/runtime/Instance.js"
 import * as Permission from "../../src/Permission.js"
 import { PermissionPolicy } from "../../src/PermissionPolicy.js"
 import { SessionLoop } from "../../src/SessionLoop.js"

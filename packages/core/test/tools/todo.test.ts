@@ -2,7 +2,7 @@ import { DeniedError, type SessionID, type ToolPart } from "@agent/domain"
 import { ScriptedModel, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
-import { Bus } from "../../src/Bus.js"
+import { Bus } from "../../src/runtime/Bus.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/SessionStore.js"

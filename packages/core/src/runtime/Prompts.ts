@@ -2,10 +2,11 @@ import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 
 /**
- * Prompt texts live under `prompts/` at the repository root. Both `src/` and the built
- * `dist/` sit three levels below it, so the same relative path works for either.
+ * Prompt texts live under `prompts/` at the repository root. This file sits four levels below
+ * it, in `src/runtime/` and in the built `dist/runtime/` alike, so the same relative path works
+ * for either (the CLI bundle keeps this file's URL, see packages/cli/bundle.mjs).
  */
-export const directory: string = fileURLToPath(new URL("../../../prompts/", import.meta.url))
+export const directory: string = fileURLToPath(new URL("../../../../prompts/", import.meta.url))
 
 const cache = new Map<string, string>()
 
