@@ -1,6 +1,6 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
 import { Bus } from "@agent/core/runtime/Bus"
-import { ConfigService } from "@agent/core/ConfigService"
+import { ConfigService } from "@agent/core/config/ConfigService"
 import { Instance } from "@agent/core/runtime/Instance"
 import { Mcp } from "@agent/core/Mcp"
 import { Sandbox } from "@agent/core/Sandbox"

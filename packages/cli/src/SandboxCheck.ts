@@ -1,7 +1,7 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { AgentRegistry } from "@agent/core/AgentRegistry"
+import { AgentRegistry } from "@agent/core/agent/AgentRegistry"
 import { Bus } from "@agent/core/runtime/Bus"
-import { ConfigService } from "@agent/core/ConfigService"
+import { ConfigService } from "@agent/core/config/ConfigService"
 import { Instance } from "@agent/core/runtime/Instance"
 import { describePlan, Sandbox, type SandboxCheck } from "@agent/core/Sandbox"
 import { Console, Effect, Layer, Option } from "effect"

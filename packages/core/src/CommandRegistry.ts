@@ -9,10 +9,10 @@ import {
   type SessionID
 } from "@agent/domain"
 import { Context, Effect, Layer } from "effect"
-import { AgentRegistry } from "./AgentRegistry.js"
+import { AgentRegistry } from "./agent/AgentRegistry.js"
 import { Bus } from "./runtime/Bus.js"
 import * as CommandTemplate from "./CommandTemplate.js"
-import { ConfigService } from "./ConfigService.js"
+import { ConfigService } from "./config/ConfigService.js"
 import * as Identifier from "./runtime/Identifier.js"
 import { Instance } from "./runtime/Instance.js"
 import { Mcp, type McpPrompt } from "./Mcp.js"

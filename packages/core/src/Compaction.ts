@@ -1,17 +1,17 @@
 import type { AssistantMessage, MessageID, Part, PartID, SessionID, ToolPart, UserMessage } from "@agent/domain"
 import type { ModelMessage } from "ai"
 import { Context, Effect, Layer, Stream } from "effect"
-import { AgentRegistry } from "./AgentRegistry.js"
+import { AgentRegistry } from "./agent/AgentRegistry.js"
 import { Bus } from "./runtime/Bus.js"
-import { ConfigService } from "./ConfigService.js"
+import { ConfigService } from "./config/ConfigService.js"
 import * as Identifier from "./runtime/Identifier.js"
 import { Instance } from "./runtime/Instance.js"
 import { InstructionLoader } from "./Instructions.js"
-import { LLMService, type ProviderError } from "./LLMService.js"
-import { type LiveMessage, ModelMessageCache } from "./MessageConversion.js"
-import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
+import { LLMService, type ProviderError } from "./llm/LLMService.js"
+import { type LiveMessage, ModelMessageCache } from "./llm/MessageConversion.js"
+import type { ModelInfo, ResolvedModel } from "./llm/ProviderRegistry.js"
 import * as Prompts from "./runtime/Prompts.js"
-import { SessionStore } from "./SessionStore.js"
+import { SessionStore } from "./store/SessionStore.js"
 
 /** OpenCode's output reserve: the model's output limit, at most 32 000 tokens. */
 const OUTPUT_CAP = 32_000

@@ -7,7 +7,7 @@ import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, 
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Bus } from "./runtime/Bus.js"
-import { ConfigService } from "./ConfigService.js"
+import { ConfigService } from "./config/ConfigService.js"
 import { Instance } from "./runtime/Instance.js"
 import { ChildProcessTransport, SkippedLineError, type StdioSpec } from "./mcp/ChildProcessTransport.js"
 import * as McpOAuth from "./McpOAuth.js"

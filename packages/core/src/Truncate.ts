@@ -1,7 +1,7 @@
 import { Clock, Context, Duration, Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { ConfigService } from "./ConfigService.js"
+import { ConfigService } from "./config/ConfigService.js"
 import * as Identifier from "./runtime/Identifier.js"
 import { Instance } from "./runtime/Instance.js"
 import type { InstanceInfo } from "./runtime/Instance.js"

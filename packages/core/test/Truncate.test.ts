@@ -5,7 +5,7 @@ import fc from "fast-check"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ConfigService } from "../src/ConfigService.js"
+import { ConfigService } from "../src/config/ConfigService.js"
 import { Instance, makeInstanceInfo } from "../src/runtime/Instance.js"
 import {
   countLines,

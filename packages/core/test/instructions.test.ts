@@ -4,7 +4,7 @@ import { Context, Effect, Layer, Logger } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { ConfigService } from "../src/ConfigService.js"
+import { ConfigService } from "../src/config/ConfigService.js"
 import { Instance } from "../src/runtime/Instance.js"
 import { InstructionLoader } from "../src/Instructions.js"
 

@@ -1,6 +1,6 @@
 import type { Part, ToolPart } from "@agent/domain"
 import * as path from "node:path"
-import { INVALID_TOOL } from "../LLMService.js"
+import { INVALID_TOOL } from "../llm/LLMService.js"
 import type { StepTouch } from "../Snapshot.js"
 import type * as Tool from "../Tool.js"
 

@@ -1,7 +1,7 @@
 import type { Todo } from "@agent/domain"
 import { Effect, Schema } from "effect"
 import * as Prompts from "../runtime/Prompts.js"
-import { SessionStore } from "../SessionStore.js"
+import { SessionStore } from "../store/SessionStore.js"
 import * as Tool from "../Tool.js"
 
 const TodoItem = Schema.Struct({

@@ -8,8 +8,8 @@ import * as path from "node:path"
 import { Bus } from "../../src/runtime/Bus.js"
 import { CommandRegistry } from "../../src/CommandRegistry.js"
 import * as CommandTemplate from "../../src/CommandTemplate.js"
-import { loadConfig } from "../../src/ConfigService.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { loadConfig } from "../../src/config/ConfigService.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 
 const { toolCall } = ScriptedModel
 

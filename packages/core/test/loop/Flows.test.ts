@@ -3,9 +3,9 @@ import { type Script, ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream, TestClock } from "effect"
 import { Bus } from "../../src/runtime/Bus.js"
-import { PermissionService } from "../../src/PermissionService.js"
+import { PermissionService } from "../../src/permission/PermissionService.js"
 import { type RunOutcome, SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo, guarded, isAlive, pids, sleeper } from "./tools.js"
 
 const { text, toolCall } = ScriptedModel

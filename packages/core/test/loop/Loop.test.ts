@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Stream } from "effect"
 import { Bus } from "../../src/runtime/Bus.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo, flood, guarded } from "./tools.js"
 
 const { text, toolCall } = ScriptedModel

@@ -6,7 +6,7 @@ import { Effect, Layer } from "effect"
 import { makeAppLayer } from "../../src/AppLayer.js"
 import { Instance } from "../../src/runtime/Instance.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo } from "./tools.js"
 
 describe("resume after a crash", () => {

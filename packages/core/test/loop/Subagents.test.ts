@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import { Bus } from "../../src/runtime/Bus.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo, isAlive, pids, sleeper } from "./tools.js"
 
 const { finish, text, toolCall } = ScriptedModel

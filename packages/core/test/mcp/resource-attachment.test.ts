@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Mcp } from "../../src/Mcp.js"
 import { type PromptPartInput, SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { everythingBin, fixtureCommand } from "./helpers.js"
 
 /** Sends one user message with `parts` through the real loop, with the everything server configured. */

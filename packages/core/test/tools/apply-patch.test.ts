@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { Instance } from "../../src/runtime/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
 import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
 import { type FileDiskShape, liveDisk } from "../../src/tools/FileDisk.js"

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
-import * as Permission from "../../src/Permission.js"
+import * as Permission from "../../src/permission/Permission.js"
 import { parseCommand } from "../../src/tools/BashParse.js"
 
 /**

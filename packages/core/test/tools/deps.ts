@@ -1,5 +1,5 @@
 import { Layer } from "effect"
-import { ConfigService } from "../../src/ConfigService.js"
+import { ConfigService } from "../../src/config/ConfigService.js"
 import { Instance, type InstanceInfo } from "../../src/runtime/Instance.js"
 import { InstructionLoader } from "../../src/Instructions.js"
 

@@ -8,7 +8,7 @@ import * as path from "node:path"
 import { Instance } from "../../src/runtime/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
 import * as Edit from "../../src/tools/Edit.js"
 import * as FileLock from "../../src/tools/FileLock.js"

@@ -7,7 +7,7 @@ import * as path from "node:path"
 
 import { Instance } from "../../src/runtime/Instance.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import type * as Tool from "../../src/Tool.js"
 import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as FileSearch from "../../src/tools/FileSearch.js"

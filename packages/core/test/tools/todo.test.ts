@@ -5,7 +5,7 @@ import { Effect, Fiber, Stream } from "effect"
 import { Bus } from "../../src/runtime/Bus.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as Todo from "../../src/tools/Todo.js"
 

@@ -6,7 +6,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { ToolRegistry } from "../../src/ToolRegistry.js"
 import * as Tool from "../../src/Tool.js"
 import * as WebFetch from "../../src/tools/WebFetch.js"

@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { Instance } from "../../src/runtime/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import * as Tool from "../../src/Tool.js"
 import * as FileTimes from "../../src/tools/FileTimes.js"
 import * as Write from "../../src/tools/Write.js"
