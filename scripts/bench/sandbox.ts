@@ -18,9 +18,9 @@ import { Bus } from "../../packages/core/src/runtime/Bus.js"
 import { ConfigService } from "../../packages/core/src/config/ConfigService.js"
 import { Instance, makeInstanceInfo } from "../../packages/core/src/runtime/Instance.js"
 import { type Launch, Sandbox } from "../../packages/core/src/Sandbox.js"
-import type * as Tool from "../../packages/core/src/Tool.js"
+import type * as Tool from "../../packages/core/src/tool/Tool.js"
 import * as Bash from "../../packages/core/src/tools/Bash.js"
-import { Truncation } from "../../packages/core/src/Truncate.js"
+import { Truncation } from "../../packages/core/src/tool/Truncation.js"
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 40)
 

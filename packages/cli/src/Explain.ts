@@ -1,6 +1,6 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
 import * as Permission from "@agent/core/permission/Permission"
-import { parseCommand } from "@agent/core/tools/BashParse"
+import { parseCommand } from "@agent/core/tool/BashParse"
 import { AgentRegistry } from "@agent/core/agent/AgentRegistry"
 import { ApprovalStore } from "@agent/core/permission/ApprovalStore"
 import { Instance } from "@agent/core/runtime/Instance"

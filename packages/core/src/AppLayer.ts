@@ -23,10 +23,10 @@ import { SessionChanges } from "./SessionChanges.js"
 import { SessionStore } from "./store/SessionStore.js"
 import { SkillRegistry } from "./Skills.js"
 import { Snapshot } from "./Snapshot.js"
-import type { AnyTool } from "./Tool.js"
-import * as BuiltinTools from "./BuiltinTools.js"
-import { ToolRegistry } from "./ToolRegistry.js"
-import { Truncation } from "./Truncate.js"
+import type { AnyTool } from "./tool/Tool.js"
+import * as BuiltinTools from "./tools/BuiltinTools.js"
+import { ToolRegistry } from "./tool/ToolRegistry.js"
+import { Truncation } from "./tool/Truncation.js"
 
 export interface AppLayerOptions<PolicyError = never> {
   /** Which directory, home and env the runtime sees (default: the process's). */

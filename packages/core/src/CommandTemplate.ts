@@ -7,13 +7,13 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { attachmentMime, MAX_ATTACHMENT_BYTES } from "./Attachment.js"
+import { attachmentMime, MAX_ATTACHMENT_BYTES } from "./tool/Attachment.js"
 import type { InstanceInfo } from "./runtime/Instance.js"
 import type { SandboxPlan, SandboxShape } from "./Sandbox.js"
 import { exec, type ExecResult } from "./sandbox/Exec.js"
 import { shellFor } from "./tools/Bash.js"
 import { looksBinary } from "./tools/Read.js"
-import { MAX_BYTES, MAX_LINES } from "./Truncate.js"
+import { MAX_BYTES, MAX_LINES } from "./tool/Truncation.js"
 
 // --- arguments -------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import { ConfigService, isEnvFlag } from "./config/ConfigService.js"
 import { Instance } from "./runtime/Instance.js"
 import type { InstanceInfo } from "./runtime/Instance.js"
 import * as InstructionLimits from "./InstructionLimits.js"
-import { isWithin as within } from "./tools/ExternalDirectory.js"
+import { isWithin as within } from "./tool/ExternalDirectory.js"
 
 /** One entry of the system prompt's instructions: a file, or an http(s) URL. */
 export interface InstructionSource {

@@ -12,7 +12,7 @@ import * as NetworkProxy from "./sandbox/NetworkProxy.js"
 import { type Capabilities, probe } from "./sandbox/Probe.js"
 import { type Blocked, blockedWrites, networkFailures } from "./sandbox/Report.js"
 import { describeNetwork, resolveSettings, type SandboxSettings } from "./sandbox/Settings.js"
-import { toolOutputDirectory } from "./Truncate.js"
+import { toolOutputDirectory } from "./tool/Truncation.js"
 
 export type { Blocked } from "./sandbox/Report.js"
 export type { SandboxSettings } from "./sandbox/Settings.js"

@@ -18,8 +18,8 @@ import { filename as databaseFile, withBusyRetry } from "./store/Database.js"
 import { Instance } from "./runtime/Instance.js"
 import { Snapshot, type SnapshotError } from "./Snapshot.js"
 import type * as Tree from "./snapshot/Tree.js"
-import { compare as compareTexts } from "./tools/FileDiff.js"
-import * as LineDiff from "./tools/LineDiff.js"
+import { compare as compareTexts } from "./tool/FileDiff.js"
+import * as LineDiff from "./tool/LineDiff.js"
 import { SessionStore } from "./store/SessionStore.js"
 
 /**

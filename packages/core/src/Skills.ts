@@ -9,7 +9,7 @@ import { Instance } from "./runtime/Instance.js"
 import type { InstanceInfo } from "./runtime/Instance.js"
 import * as Permission from "./permission/Permission.js"
 import * as Prompts from "./runtime/Prompts.js"
-import { isWithin as within } from "./tools/ExternalDirectory.js"
+import { isWithin as within } from "./tool/ExternalDirectory.js"
 
 /** A skill: a `SKILL.md` whose front matter names and describes it. */
 export interface Skill {

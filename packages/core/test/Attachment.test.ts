@@ -2,7 +2,7 @@ import { TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import { attachmentAccess } from "../src/Attachment.js"
+import { attachmentAccess } from "../src/tool/Attachment.js"
 import { defaultRules } from "../src/agent/AgentRegistry.js"
 import * as Permission from "../src/permission/Permission.js"
 

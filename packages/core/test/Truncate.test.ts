@@ -15,7 +15,7 @@ import {
   type TruncateLimits,
   utf8Head,
   utf8Tail
-} from "../src/Truncate.js"
+} from "../src/tool/Truncation.js"
 
 const DAY = 24 * 60 * 60 * 1000
 

@@ -11,7 +11,7 @@ import * as Prompts from "../src/runtime/Prompts.js"
 import { SessionLoop } from "../src/SessionLoop.js"
 import { SessionStore } from "../src/store/SessionStore.js"
 import { SkillRegistry } from "../src/Skills.js"
-import * as Tool from "../src/Tool.js"
+import * as Tool from "../src/tool/Tool.js"
 import * as SkillTool from "../src/tools/Skill.js"
 
 const skillFile = (name: string, description: string, body = `Body of ${name}.`) =>

@@ -14,7 +14,7 @@ import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import * as Permission from "../permission/Permission.js"
 import * as Prompts from "../runtime/Prompts.js"
 import { mergeOptions } from "../llm/ProviderOptions.js"
-import { toolOutputDirectory } from "../Truncate.js"
+import { toolOutputDirectory } from "../tool/Truncation.js"
 
 /** Where large tool outputs are saved; every agent may read them back. */
 export const toolOutputGlob = (instance: InstanceInfo) => path.join(toolOutputDirectory(instance), "*")

@@ -9,9 +9,9 @@ import * as Prompts from "../runtime/Prompts.js"
 import { type Launch, Sandbox, SandboxUnavailable } from "../Sandbox.js"
 import { notice } from "../sandbox/Report.js"
 import { describeNetwork, resolveSettings, type SandboxSettings } from "../sandbox/Settings.js"
-import * as Tool from "../Tool.js"
-import { Truncation } from "../Truncate.js"
-import { expandPath, externalDirectories, parseCommand } from "./BashParse.js"
+import * as Tool from "../tool/Tool.js"
+import { Truncation } from "../tool/Truncation.js"
+import { expandPath, externalDirectories, parseCommand } from "../tool/BashParse.js"
 
 const TOOL = "bash"
 

@@ -8,7 +8,7 @@ import { ConfigService } from "../config/ConfigService.js"
 import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import { Sandbox, type SandboxShape } from "../Sandbox.js"
 import { exec } from "../sandbox/Exec.js"
-import * as Tool from "../Tool.js"
+import * as Tool from "../tool/Tool.js"
 import { shellFor } from "./Bash.js"
 
 /**

@@ -6,7 +6,7 @@ import type {
 import { Effect, Schema } from "effect"
 import type { McpResourceContent, McpShape } from "../McpShape.js"
 import * as Prompts from "../runtime/Prompts.js"
-import * as Tool from "../Tool.js"
+import * as Tool from "../tool/Tool.js"
 
 /** OpenCode's sanitizer for server, tool, prompt and resource names. */
 export const sanitize = (name: string): string => name.replace(/[^a-zA-Z0-9_-]/g, "_")

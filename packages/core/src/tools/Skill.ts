@@ -4,7 +4,7 @@ import * as path from "node:path"
 import * as Prompts from "../runtime/Prompts.js"
 import { fileUrl, parseSkill, SkillRegistry } from "../Skills.js"
 import type { Skill } from "../Skills.js"
-import * as Tool from "../Tool.js"
+import * as Tool from "../tool/Tool.js"
 
 /** Files listed in the output, after sorting. */
 const MAX_LISTED = 10

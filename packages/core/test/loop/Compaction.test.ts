@@ -7,7 +7,7 @@ import { Compaction } from "../../src/Compaction.js"
 import type { LiveMessage } from "../../src/llm/MessageConversion.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 import { echo, flood } from "./tools.js"
 
 const { finish, text, toolCall } = ScriptedModel

@@ -15,10 +15,10 @@ import { Sandbox } from "../../src/Sandbox.js"
 import { which } from "../../src/sandbox/Probe.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import type * as Tool from "../../src/Tool.js"
-import { ToolExecutionError } from "../../src/Tool.js"
+import type * as Tool from "../../src/tool/Tool.js"
+import { ToolExecutionError } from "../../src/tool/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
-import { Truncation, toolOutputDirectory } from "../../src/Truncate.js"
+import { Truncation, toolOutputDirectory } from "../../src/tool/Truncation.js"
 import { fixture } from "../mcp/helpers.js"
 
 /**

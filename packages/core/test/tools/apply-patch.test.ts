@@ -8,9 +8,9 @@ import { Instance } from "../../src/runtime/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
-import { type FileDiskShape, liveDisk } from "../../src/tools/FileDisk.js"
+import { type FileDiskShape, liveDisk } from "../../src/tool/FileDisk.js"
 import { diskKind, fullDisk, onDisk, strayFiles } from "./disk.js"
 
 /** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */

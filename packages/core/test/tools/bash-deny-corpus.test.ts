@@ -8,7 +8,7 @@ import { Bus } from "../../src/runtime/Bus.js"
 import * as Permission from "../../src/permission/Permission.js"
 import { PermissionPolicy } from "../../src/permission/PermissionPolicy.js"
 import { PermissionService } from "../../src/permission/PermissionService.js"
-import type * as Tool from "../../src/Tool.js"
+import type * as Tool from "../../src/tool/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
 
 /**

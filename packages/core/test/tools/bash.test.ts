@@ -13,11 +13,11 @@ import { Instance } from "../../src/runtime/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import type * as Tool from "../../src/Tool.js"
-import * as ToolModule from "../../src/Tool.js"
-import { ToolExecutionError } from "../../src/Tool.js"
+import type * as Tool from "../../src/tool/Tool.js"
+import * as ToolModule from "../../src/tool/Tool.js"
+import { ToolExecutionError } from "../../src/tool/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
-import { Truncation } from "../../src/Truncate.js"
+import { Truncation } from "../../src/tool/Truncation.js"
 
 /** The sandbox these tests run in: bubblewrap's wherever it is installed, and always in CI. */
 const SANDBOX_EXPECTED = process.env.CI || which("bwrap", process.env.PATH) ? "workspace-write" : "unavailable"

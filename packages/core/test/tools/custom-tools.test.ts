@@ -13,8 +13,8 @@ import { Instance } from "../../src/runtime/Instance.js"
 import { Sandbox } from "../../src/Sandbox.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import * as Tool from "../../src/Tool.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
+import * as Tool from "../../src/tool/Tool.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 import * as CustomTools from "../../src/tools/CustomTools.js"
 
 const toolContext = (controller = new AbortController()): Tool.ToolContext => ({

@@ -9,9 +9,9 @@ import { Instance } from "../../src/runtime/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 import * as Edit from "../../src/tools/Edit.js"
-import * as FileLock from "../../src/tools/FileLock.js"
+import * as FileLock from "../../src/tool/FileLock.js"
 import * as Read from "../../src/tools/Read.js"
 import { asRoot, diskKind, fullDisk, onDisk, strayFiles } from "./disk.js"
 

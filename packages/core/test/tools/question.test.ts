@@ -7,8 +7,8 @@ import * as Identifier from "../../src/runtime/Identifier.js"
 import { DISMISSED_MESSAGE, QuestionRejectedError, QuestionService } from "../../src/QuestionService.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import * as Tool from "../../src/Tool.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
+import * as Tool from "../../src/tool/Tool.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 import * as Question from "../../src/tools/Question.js"
 
 const sessionID = Identifier.descending("session") as SessionID

@@ -8,8 +8,8 @@ import * as path from "node:path"
 import { PermissionService } from "../../src/permission/PermissionService.js"
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import * as Tool from "../../src/Tool.js"
-import * as FileTimes from "../../src/tools/FileTimes.js"
+import * as Tool from "../../src/tool/Tool.js"
+import * as FileTimes from "../../src/tool/FileTimes.js"
 import * as Read from "../../src/tools/Read.js"
 
 /** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */

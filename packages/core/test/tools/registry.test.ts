@@ -5,7 +5,7 @@ import { AgentRegistry } from "../../src/agent/AgentRegistry.js"
 import type { PermissionConfig } from "@agent/domain"
 import * as Permission from "../../src/permission/Permission.js"
 import type { ModelInfo } from "../../src/llm/ProviderRegistry.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 
 const model = (modelID: string, providerID = "openai"): ModelInfo => ({
   providerID,

@@ -6,7 +6,7 @@ import { Bus } from "../../src/runtime/Bus.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 import * as Todo from "../../src/tools/Todo.js"
 
 const makeContext = (sessionID: SessionID, deny: ReadonlyArray<string> = []) => TestToolContext.make({ sessionID, deny })

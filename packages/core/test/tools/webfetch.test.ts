@@ -7,8 +7,8 @@ import type { AddressInfo } from "node:net"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
-import * as Tool from "../../src/Tool.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
+import * as Tool from "../../src/tool/Tool.js"
 import * as WebFetch from "../../src/tools/WebFetch.js"
 
 const makeContext = () => TestToolContext.make()

@@ -8,8 +8,8 @@ import { Instance } from "../../src/runtime/Instance.js"
 
 import { SessionLoop } from "../../src/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-import * as Tool from "../../src/Tool.js"
-import * as FileTimes from "../../src/tools/FileTimes.js"
+import * as Tool from "../../src/tool/Tool.js"
+import * as FileTimes from "../../src/tool/FileTimes.js"
 import * as Write from "../../src/tools/Write.js"
 import { asRoot, diskKind, fullDisk, onDisk, strayFiles } from "./disk.js"
 

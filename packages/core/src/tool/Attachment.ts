@@ -1,8 +1,8 @@
 import type { PermissionRule, PermissionRuleset } from "@agent/domain"
 import * as path from "node:path"
-import type { InstanceInfo } from "./runtime/Instance.js"
-import * as Permission from "./permission/Permission.js"
-import { isInsideProject, isWithin, realPath } from "./tools/ExternalDirectory.js"
+import type { InstanceInfo } from "../runtime/Instance.js"
+import * as Permission from "../permission/Permission.js"
+import { isInsideProject, isWithin, realPath } from "./ExternalDirectory.js"
 
 /** Files over this size are refused as attachments (read tool, `-f`, `@file`, server file parts). */
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
