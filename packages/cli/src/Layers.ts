@@ -6,9 +6,9 @@ import { Bus } from "@agent/core/runtime/Bus"
 import { ConfigService } from "@agent/core/config/ConfigService"
 import { Instance } from "@agent/core/runtime/Instance"
 import { PermissionPolicy } from "@agent/core/permission/PermissionPolicy"
-import { SessionChanges } from "@agent/core/SessionChanges"
+import { SessionChanges } from "@agent/core/snapshot/SessionChanges"
 import { SessionStore } from "@agent/core/store/SessionStore"
-import { Snapshot } from "@agent/core/Snapshot"
+import { Snapshot } from "@agent/core/snapshot/Snapshot"
 import { Layer } from "effect"
 
 /**

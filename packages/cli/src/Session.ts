@@ -1,5 +1,5 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { type FileChange, SessionChanges } from "@agent/core/SessionChanges"
+import { type FileChange, SessionChanges } from "@agent/core/snapshot/SessionChanges"
 import { SessionStore } from "@agent/core/store/SessionStore"
 import {
   type MessageWithParts,

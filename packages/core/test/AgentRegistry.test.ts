@@ -7,7 +7,7 @@ import { AgentRegistry, toolOutputGlob } from "../src/agent/AgentRegistry.js"
 import { ConfigService } from "../src/config/ConfigService.js"
 import { Instance } from "../src/runtime/Instance.js"
 import * as Permission from "../src/permission/Permission.js"
-import { SessionLoop } from "../src/SessionLoop.js"
+import { SessionLoop } from "../src/session/SessionLoop.js"
 import { SessionStore } from "../src/store/SessionStore.js"
 
 /** An AgentRegistry over a sandbox holding `files`, built from the real config loader. */

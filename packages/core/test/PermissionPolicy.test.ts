@@ -10,7 +10,7 @@ import { Instance, makeInstanceInfo } from "../src/runtime/Instance.js"
 import * as Permission from "../src/permission/Permission.js"
 import { type PermissionDecision, PermissionPolicy } from "../src/permission/PermissionPolicy.js"
 import { PermissionService } from "../src/permission/PermissionService.js"
-import { SessionLoop } from "../src/SessionLoop.js"
+import { SessionLoop } from "../src/session/SessionLoop.js"
 import { SessionStore } from "../src/store/SessionStore.js"
 
 const sessionID = "ses_cccccccccccccccccccccccccc" as SessionID

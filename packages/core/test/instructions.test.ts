@@ -6,7 +6,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { ConfigService } from "../src/config/ConfigService.js"
 import { Instance } from "../src/runtime/Instance.js"
-import { InstructionLoader } from "../src/Instructions.js"
+import { InstructionLoader } from "../src/context/InstructionLoader.js"
 
 /** Builds a loader over a fresh sandbox; `logs` collects everything it logs. */
 const loaderFor = (options: TestInstance.TestInstanceOptions, setup?: (box: TestInstance.Sandbox) => void) =>

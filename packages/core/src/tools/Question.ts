@@ -1,7 +1,7 @@
 import { RejectedError } from "@agent/domain"
 import { Effect, Schema } from "effect"
 import * as Prompts from "../runtime/Prompts.js"
-import { DISMISSED_MESSAGE, QuestionService } from "../QuestionService.js"
+import { DISMISSED_MESSAGE, QuestionService } from "../question/QuestionService.js"
 import * as Tool from "../tool/Tool.js"
 
 const TOOL = "question"

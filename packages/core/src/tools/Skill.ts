@@ -2,8 +2,8 @@ import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import * as Prompts from "../runtime/Prompts.js"
-import { fileUrl, parseSkill, SkillRegistry } from "../Skills.js"
-import type { Skill } from "../Skills.js"
+import { fileUrl, parseSkill, SkillRegistry } from "../context/SkillRegistry.js"
+import type { Skill } from "../context/SkillRegistry.js"
 import * as Tool from "../tool/Tool.js"
 
 /** Files listed in the output, after sorting. */

@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream, TestClock } from "effect"
 import { Bus } from "../../src/runtime/Bus.js"
 import { PermissionService } from "../../src/permission/PermissionService.js"
-import { type RunOutcome, SessionLoop } from "../../src/SessionLoop.js"
+import { type RunOutcome, SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo, guarded, isAlive, pids, sleeper } from "./tools.js"
 

@@ -5,7 +5,7 @@ import { makeAppLayer } from "../../src/AppLayer.js"
 import * as Database from "../../src/store/Database.js"
 import { Instance } from "../../src/runtime/Instance.js"
 import { ModelNotConfigured, ProviderRegistry } from "../../src/llm/ProviderRegistry.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo } from "./tools.js"
 

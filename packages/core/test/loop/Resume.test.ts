@@ -5,7 +5,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { makeAppLayer } from "../../src/AppLayer.js"
 import { Instance } from "../../src/runtime/Instance.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo } from "./tools.js"
 

@@ -4,7 +4,7 @@ import { type Script, ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import { Bus } from "../../src/runtime/Bus.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo, isAlive, pids, sleeper } from "./tools.js"
 

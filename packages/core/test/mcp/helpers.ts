@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url"
 import { Bus } from "../../src/runtime/Bus.js"
 import { ConfigService } from "../../src/config/ConfigService.js"
 import { Instance } from "../../src/runtime/Instance.js"
-import { Mcp } from "../../src/Mcp.js"
+import { Mcp } from "../../src/mcp/Mcp.js"
 import * as Tool from "../../src/tool/Tool.js"
 
 const core = fileURLToPath(new URL("../../", import.meta.url))

@@ -3,7 +3,7 @@ import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { PermissionService } from "../../src/permission/PermissionService.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import { everythingBin, startMcp } from "./helpers.js"
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import { Bus } from "../../src/runtime/Bus.js"
 
-import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 import * as Todo from "../../src/tools/Todo.js"

@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 
-import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 import * as Tool from "../../src/tool/Tool.js"

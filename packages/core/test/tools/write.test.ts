@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Instance } from "../../src/runtime/Instance.js"
 
-import { SessionLoop } from "../../src/SessionLoop.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import * as Tool from "../../src/tool/Tool.js"
 import * as FileTimes from "../../src/tool/FileTimes.js"

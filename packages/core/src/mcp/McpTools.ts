@@ -4,7 +4,7 @@ import type {
   Tool as McpToolDefinition
 } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Schema } from "effect"
-import type { McpResourceContent, McpShape } from "../McpShape.js"
+import type { McpResourceContent, McpShape } from "./McpShape.js"
 import * as Prompts from "../runtime/Prompts.js"
 import * as Tool from "../tool/Tool.js"
 
