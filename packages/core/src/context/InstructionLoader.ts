@@ -2,11 +2,11 @@ import { Context, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { ConfigService, isEnvFlag } from "../config/ConfigService.js"
-import { Instance } from "../runtime/Instance.js"
-import type { InstanceInfo } from "../runtime/Instance.js"
+import { ConfigService, isEnvFlag } from "../config/index.js"
+import { Instance } from "../runtime/index.js"
+import type { InstanceInfo } from "../runtime/index.js"
 import * as InstructionLimits from "./InstructionLimits.js"
-import { isWithin as within } from "../tool/ExternalDirectory.js"
+import { isWithin as within } from "../tool/index.js"
 
 /** One entry of the system prompt's instructions: a file, or an http(s) URL. */
 export interface InstructionSource {

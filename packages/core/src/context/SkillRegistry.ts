@@ -4,12 +4,12 @@ import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { parse as parseYaml } from "yaml"
-import { ConfigService } from "../config/ConfigService.js"
-import { Instance } from "../runtime/Instance.js"
-import type { InstanceInfo } from "../runtime/Instance.js"
-import * as Permission from "../permission/Permission.js"
-import * as Prompts from "../runtime/Prompts.js"
-import { isWithin as within } from "../tool/ExternalDirectory.js"
+import { ConfigService } from "../config/index.js"
+import { Instance } from "../runtime/index.js"
+import type { InstanceInfo } from "../runtime/index.js"
+import { Permission } from "../permission/index.js"
+import { Prompts } from "../runtime/index.js"
+import { isWithin as within } from "../tool/index.js"
 
 /** A skill: a `SKILL.md` whose front matter names and describes it. */
 export interface Skill {

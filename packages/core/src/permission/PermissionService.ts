@@ -13,12 +13,12 @@ import {
 } from "@agent/domain"
 import { Context, Deferred, Effect, Layer, Ref } from "effect"
 import { ApprovalStore } from "./ApprovalStore.js"
-import { Bus } from "../runtime/Bus.js"
-import * as Identifier from "../runtime/Identifier.js"
-import { Instance } from "../runtime/Instance.js"
+import { Bus } from "../runtime/index.js"
+import { Identifier } from "../runtime/index.js"
+import { Instance } from "../runtime/index.js"
 import * as Permission from "./Permission.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
-import * as Wildcard from "../runtime/Wildcard.js"
+import { Wildcard } from "../runtime/index.js"
 
 export interface AskInput {
   readonly sessionID: SessionID

@@ -9,15 +9,15 @@ import {
   type SessionID
 } from "@agent/domain"
 import { Context, Effect, Layer } from "effect"
-import { AgentRegistry } from "../agent/AgentRegistry.js"
-import { Bus } from "../runtime/Bus.js"
+import { AgentRegistry } from "../agent/index.js"
+import { Bus } from "../runtime/index.js"
 import * as CommandTemplate from "./CommandTemplate.js"
-import { ConfigService } from "../config/ConfigService.js"
-import * as Identifier from "../runtime/Identifier.js"
-import { Instance } from "../runtime/Instance.js"
-import { Mcp, type McpPrompt } from "../mcp/Mcp.js"
-import * as Prompts from "../runtime/Prompts.js"
-import { Sandbox } from "../sandbox/Sandbox.js"
+import { ConfigService } from "../config/index.js"
+import { Identifier } from "../runtime/index.js"
+import { Instance } from "../runtime/index.js"
+import { Mcp, type McpPrompt } from "../mcp/index.js"
+import { Prompts } from "../runtime/index.js"
+import { Sandbox } from "../sandbox/index.js"
 import { type LoopError, type PromptPartInput, type RunOutcome, SessionLoop } from "./SessionLoop.js"
 
 /** What running a command needs besides the session. */

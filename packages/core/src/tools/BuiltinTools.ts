@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
-import type { AnyTool } from "../tool/Tool.js"
-import { ToolRegistry } from "../tool/ToolRegistry.js"
+import type { AnyTool } from "../tool/index.js"
+import { ToolRegistry } from "../tool/index.js"
 import * as ApplyPatch from "./ApplyPatch.js"
 import * as Bash from "./Bash.js"
 import * as CustomTools from "./CustomTools.js"

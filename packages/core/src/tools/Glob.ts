@@ -1,11 +1,11 @@
 import { Effect, Schema } from "effect"
 import * as path from "node:path"
-import { Instance } from "../runtime/Instance.js"
-import * as Prompts from "../runtime/Prompts.js"
-import * as Tool from "../tool/Tool.js"
-import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
-import * as FileSearch from "../tool/FileSearch.js"
-import { leftOutNote, readDenied } from "../tool/PathRules.js"
+import { Instance } from "../runtime/index.js"
+import { Prompts } from "../runtime/index.js"
+import { Tool } from "../tool/index.js"
+import { guard, relativeToWorktree, resolvePath } from "../tool/index.js"
+import { FileSearch } from "../tool/index.js"
+import { leftOutNote, readDenied } from "../tool/index.js"
 
 const TOOL = "glob"
 

@@ -1,12 +1,12 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
-import { Instance } from "../runtime/Instance.js"
-import * as Prompts from "../runtime/Prompts.js"
-import * as Tool from "../tool/Tool.js"
-import { guard, resolvePath } from "../tool/ExternalDirectory.js"
-import * as FileSearch from "../tool/FileSearch.js"
+import { Instance } from "../runtime/index.js"
+import { Prompts } from "../runtime/index.js"
+import { Tool } from "../tool/index.js"
+import { guard, resolvePath } from "../tool/index.js"
+import { FileSearch } from "../tool/index.js"
 import { optionalPath } from "./Glob.js"
-import { leftOutNote, readDenied } from "../tool/PathRules.js"
+import { leftOutNote, readDenied } from "../tool/index.js"
 
 const TOOL = "grep"
 

@@ -2,19 +2,19 @@ import { Effect, Schema } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { MAX_ATTACHMENT_BYTES } from "../tool/Attachment.js"
+import { MAX_ATTACHMENT_BYTES } from "../tool/index.js"
 import { StringDecoder } from "node:string_decoder"
-import { withAliases } from "../tool/ArgumentAliases.js"
-import { Instance } from "../runtime/Instance.js"
-import { InstructionLoader } from "../context/InstructionLoader.js"
-import * as Prompts from "../runtime/Prompts.js"
-import * as Tool from "../tool/Tool.js"
-import { levenshtein } from "../tool/EditMatch.js"
-import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
-import * as FileKind from "../tool/FileKind.js"
-import * as FileTimes from "../tool/FileTimes.js"
-import { leftOutNote, pathPatterns, readDenied } from "../tool/PathRules.js"
-import * as TextEncoding from "../tool/TextEncoding.js"
+import { withAliases } from "../tool/index.js"
+import { Instance } from "../runtime/index.js"
+import { InstructionLoader } from "../context/index.js"
+import { Prompts } from "../runtime/index.js"
+import { Tool } from "../tool/index.js"
+import { levenshtein } from "../tool/index.js"
+import { guard, relativeToWorktree, resolvePath } from "../tool/index.js"
+import { FileKind } from "../tool/index.js"
+import { FileTimes } from "../tool/index.js"
+import { leftOutNote, pathPatterns, readDenied } from "../tool/index.js"
+import { TextEncoding } from "../tool/index.js"
 
 const TOOL = "read"
 
@@ -65,7 +65,7 @@ const statOf = (file: string) =>
 // ---------------------------------------------------------------------------------------------
 // Binary detection
 
-export { looksBinary } from "../tool/FileKind.js"
+export { looksBinary } from "../tool/index.js"
 
 /** "512 bytes", "3.4 KB", "2.1 MB". */
 const sizeText = (bytes: number): string =>

@@ -1,10 +1,10 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import * as Prompts from "../runtime/Prompts.js"
-import { fileUrl, parseSkill, SkillRegistry } from "../context/SkillRegistry.js"
-import type { Skill } from "../context/SkillRegistry.js"
-import * as Tool from "../tool/Tool.js"
+import { Prompts } from "../runtime/index.js"
+import { fileUrl, parseSkill, SkillRegistry } from "../context/index.js"
+import type { Skill } from "../context/index.js"
+import { Tool } from "../tool/index.js"
 
 /** Files listed in the output, after sorting. */
 const MAX_LISTED = 10

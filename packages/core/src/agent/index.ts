@@ -1,0 +1,2 @@
+export { AgentGenerator } from "./AgentGenerator.js"
+export { AgentRegistry } from "./AgentRegistry.js"

@@ -1,0 +1,5 @@
+export { Compaction } from "./Compaction.js"
+export { InstructionLoader } from "./InstructionLoader.js"
+export { SkillRegistry, fileUrl, parseSkill } from "./SkillRegistry.js"
+export type { Skill } from "./SkillRegistry.js"
+export * as SystemPrompt from "./SystemPrompt.js"

@@ -1,0 +1,8 @@
+export { INVALID_TOOL, LLMService, ProviderError } from "./LLMService.js"
+export type { LLMEvent, ToolSpec } from "./LLMService.js"
+export { ModelMessageCache } from "./MessageConversion.js"
+export type { LiveMessage } from "./MessageConversion.js"
+export * as ProviderOptions from "./ProviderOptions.js"
+export { mergeOptions } from "./ProviderOptions.js"
+export { ProviderRegistry, providerCatalog } from "./ProviderRegistry.js"
+export type { ModelInfo, ModelNotConfigured, ResolvedModel } from "./ProviderRegistry.js"

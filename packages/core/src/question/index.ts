@@ -1,0 +1,1 @@
+export { DISMISSED_MESSAGE, QuestionService } from "./QuestionService.js"

@@ -1,0 +1,7 @@
+export { exec } from "./Exec.js"
+export type { ExecResult } from "./Exec.js"
+export { notice } from "./Report.js"
+export { Sandbox, SandboxUnavailable, describePlan } from "./Sandbox.js"
+export type { Launch, SandboxCheck, SandboxPlan, SandboxShape } from "./Sandbox.js"
+export { describeNetwork, resolveSettings } from "./Settings.js"
+export type { SandboxSettings } from "./Settings.js"

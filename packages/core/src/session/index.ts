@@ -1,0 +1,2 @@
+export { CommandRegistry } from "./CommandRegistry.js"
+export { SessionLoop } from "./SessionLoop.js"

@@ -1,0 +1,3 @@
+export * as Database from "./Database.js"
+export { filename, openedFile, withBusyRetry } from "./Database.js"
+export { SessionStore } from "./SessionStore.js"
