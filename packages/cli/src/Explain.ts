@@ -1,10 +1,8 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { Permission } from "@agent/core/permission"
+import { ApprovalStore, Permission, PermissionPolicy } from "@agent/core/permission"
 import { parseCommand } from "@agent/core/tool"
 import { AgentRegistry } from "@agent/core/agent"
-import { ApprovalStore } from "@agent/core/permission"
 import { Instance } from "@agent/core/runtime"
-import { PermissionPolicy } from "@agent/core/permission"
 import type { PermissionAction, PermissionRule } from "@agent/domain"
 import { Console, Effect, Option } from "effect"
 import * as Layers from "./Layers.js"

@@ -1,14 +1,10 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { Database } from "@agent/core/store"
+import { Database, SessionStore } from "@agent/core/store"
 import { AgentRegistry } from "@agent/core/agent"
-import { ApprovalStore } from "@agent/core/permission"
-import { Bus } from "@agent/core/runtime"
+import { ApprovalStore, PermissionPolicy } from "@agent/core/permission"
+import { Bus, Instance } from "@agent/core/runtime"
 import { ConfigService } from "@agent/core/config"
-import { Instance } from "@agent/core/runtime"
-import { PermissionPolicy } from "@agent/core/permission"
-import { SessionChanges } from "@agent/core/snapshot"
-import { SessionStore } from "@agent/core/store"
-import { Snapshot } from "@agent/core/snapshot"
+import { SessionChanges, Snapshot } from "@agent/core/snapshot"
 import { Layer } from "effect"
 
 /**

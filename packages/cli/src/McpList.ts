@@ -1,7 +1,6 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { Bus } from "@agent/core/runtime"
+import { Bus, Instance } from "@agent/core/runtime"
 import { ConfigService } from "@agent/core/config"
-import { Instance } from "@agent/core/runtime"
 import { Mcp } from "@agent/core/mcp"
 import { Sandbox } from "@agent/core/sandbox"
 import type { McpConfig } from "@agent/domain"

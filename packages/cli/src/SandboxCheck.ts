@@ -1,8 +1,7 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
 import { AgentRegistry } from "@agent/core/agent"
-import { Bus } from "@agent/core/runtime"
+import { Bus, Instance } from "@agent/core/runtime"
 import { ConfigService } from "@agent/core/config"
-import { Instance } from "@agent/core/runtime"
 import { describePlan, Sandbox, type SandboxCheck } from "@agent/core/sandbox"
 import { Console, Effect, Layer, Option } from "effect"
 import { ExitCode } from "./ExitCode.js"

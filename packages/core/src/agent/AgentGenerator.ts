@@ -5,10 +5,8 @@ import * as path from "node:path"
 import { stringify as toYaml } from "yaml"
 import { AgentRegistry } from "./AgentRegistry.js"
 import { isEnvFlag, loadConfig } from "../config/index.js"
-import { Instance } from "../runtime/index.js"
-import { LLMService } from "../llm/index.js"
-import { Prompts } from "../runtime/index.js"
-import { type ModelNotConfigured, ProviderRegistry } from "../llm/index.js"
+import { Instance, Prompts } from "../runtime/index.js"
+import { LLMService, type ModelNotConfigured, ProviderRegistry } from "../llm/index.js"
 
 /** What the model answers: OpenCode's three fields. */
 export const GeneratedAgent = Schema.Struct({

@@ -10,9 +10,8 @@ import {
 import { Context, Effect, Layer } from "effect"
 import * as path from "node:path"
 import { ConfigService } from "../config/index.js"
-import { Instance, type InstanceInfo } from "../runtime/index.js"
+import { Instance, type InstanceInfo, Prompts } from "../runtime/index.js"
 import { Permission } from "../permission/index.js"
-import { Prompts } from "../runtime/index.js"
 import { mergeOptions } from "../llm/index.js"
 import { toolOutputDirectory } from "../tool/index.js"
 

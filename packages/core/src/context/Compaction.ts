@@ -2,15 +2,17 @@ import type { AssistantMessage, MessageID, Part, PartID, SessionID, ToolPart, Us
 import type { ModelMessage } from "ai"
 import { Context, Effect, Layer, Stream } from "effect"
 import { AgentRegistry } from "../agent/index.js"
-import { Bus } from "../runtime/index.js"
+import { Bus, Identifier, Instance, Prompts } from "../runtime/index.js"
 import { ConfigService } from "../config/index.js"
-import { Identifier } from "../runtime/index.js"
-import { Instance } from "../runtime/index.js"
 import { InstructionLoader } from "./InstructionLoader.js"
-import { LLMService, type ProviderError } from "../llm/index.js"
-import { type LiveMessage, ModelMessageCache } from "../llm/index.js"
-import type { ModelInfo, ResolvedModel } from "../llm/index.js"
-import { Prompts } from "../runtime/index.js"
+import {
+  type LiveMessage,
+  LLMService,
+  type ModelInfo,
+  ModelMessageCache,
+  type ProviderError,
+  type ResolvedModel
+} from "../llm/index.js"
 import { SessionStore } from "../store/index.js"
 
 /** OpenCode's output reserve: the model's output limit, at most 32 000 tokens. */

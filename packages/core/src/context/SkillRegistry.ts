@@ -5,10 +5,8 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { parse as parseYaml } from "yaml"
 import { ConfigService } from "../config/index.js"
-import { Instance } from "../runtime/index.js"
-import type { InstanceInfo } from "../runtime/index.js"
+import { Instance, type InstanceInfo, Prompts } from "../runtime/index.js"
 import { Permission } from "../permission/index.js"
-import { Prompts } from "../runtime/index.js"
 import { isWithin as within } from "../tool/index.js"
 
 /** A skill: a `SKILL.md` whose front matter names and describes it. */

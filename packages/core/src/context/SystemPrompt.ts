@@ -1,7 +1,6 @@
 import type { Agent } from "@agent/domain"
-import type { InstanceInfo } from "../runtime/index.js"
+import { type InstanceInfo, Prompts } from "../runtime/index.js"
 import type { ModelInfo } from "../llm/index.js"
-import { Prompts } from "../runtime/index.js"
 
 /** The provider prompt for a model family, used when the agent has no prompt of its own. */
 export const providerPrompt = (model: ModelInfo): string => {

@@ -3,22 +3,44 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { ContentBlock, Tool as McpToolDefinition } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Data, Deferred, Duration, Effect, Either, Exit, Fiber, Layer, Option, Queue, Ref, Runtime, Scope } from "effect"
+import {
+  Context,
+  Data,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Queue,
+  Ref,
+  Runtime,
+  Scope
+} from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Bus } from "../runtime/index.js"
+import { Bus, Instance, VERSION } from "../runtime/index.js"
 import { ConfigService } from "../config/index.js"
-import { Instance } from "../runtime/index.js"
 import { ChildProcessTransport, SkippedLineError, type StdioSpec } from "./ChildProcessTransport.js"
 import * as McpOAuth from "./McpOAuth.js"
 import * as McpSdkLoader from "./McpSdkLoader.js"
-import { McpRequestError, type AuthenticateOptions, type McpInstructions, type McpPrompt, type McpPromptMessage, type McpResource, type McpResourceContent, type McpResourceTemplate, type McpShape } from "./McpShape.js"
+import {
+  McpRequestError,
+  type AuthenticateOptions,
+  type McpInstructions,
+  type McpPrompt,
+  type McpPromptMessage,
+  type McpResource,
+  type McpResourceContent,
+  type McpResourceTemplate,
+  type McpShape
+} from "./McpShape.js"
 import { Sandbox, type SandboxShape } from "../sandbox/index.js"
 import { McpAuthError } from "./McpOAuth.js"
-import type { Tool } from "../tool/index.js"
-import { ToolExecutionError } from "../tool/index.js"
+import { type Tool, ToolExecutionError } from "../tool/index.js"
 import * as McpTools from "./McpTools.js"
-import { VERSION } from "../runtime/index.js"
 
 /** Connect and `tools/list` timeout when the server's config sets none (OpenCode's `DEFAULT_TIMEOUT`). */
 export const DEFAULT_TIMEOUT_MS = 30_000

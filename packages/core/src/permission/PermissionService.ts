@@ -13,12 +13,9 @@ import {
 } from "@agent/domain"
 import { Context, Deferred, Effect, Layer, Ref } from "effect"
 import { ApprovalStore } from "./ApprovalStore.js"
-import { Bus } from "../runtime/index.js"
-import { Identifier } from "../runtime/index.js"
-import { Instance } from "../runtime/index.js"
+import { Bus, Identifier, Instance, Wildcard } from "../runtime/index.js"
 import * as Permission from "./Permission.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
-import { Wildcard } from "../runtime/index.js"
 
 export interface AskInput {
   readonly sessionID: SessionID

@@ -1,7 +1,6 @@
 import type { PermissionToolRef, QuestionInfo, QuestionRequest, SessionID } from "@agent/domain"
 import { Context, Deferred, Effect, Layer, Schema } from "effect"
-import { Bus } from "../runtime/index.js"
-import { Identifier } from "../runtime/index.js"
+import { Bus, Identifier } from "../runtime/index.js"
 
 export interface QuestionAskInput {
   readonly sessionID: SessionID

@@ -1,3 +1,7 @@
+// runtime/: Shared basics of a running instance: the event bus, ids, the instance (project and paths), prompt
+// files, wildcards, pids and the version.
+// What other subsystems use of it; they import it from here, never from its files.
+
 export { Bus } from "./Bus.js"
 export * as Identifier from "./Identifier.js"
 export { ascending } from "./Identifier.js"

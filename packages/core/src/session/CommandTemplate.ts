@@ -7,13 +7,10 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { attachmentMime, MAX_ATTACHMENT_BYTES } from "../tool/index.js"
+import { attachmentMime, MAX_ATTACHMENT_BYTES, MAX_BYTES, MAX_LINES } from "../tool/index.js"
 import type { InstanceInfo } from "../runtime/index.js"
-import type { SandboxPlan, SandboxShape } from "../sandbox/index.js"
-import { exec, type ExecResult } from "../sandbox/index.js"
-import { shellFor } from "../tools/index.js"
-import { looksBinary } from "../tools/index.js"
-import { MAX_BYTES, MAX_LINES } from "../tool/index.js"
+import { exec, type ExecResult, type SandboxPlan, type SandboxShape } from "../sandbox/index.js"
+import { looksBinary, shellFor } from "../tools/index.js"
 
 // --- arguments -------------------------------------------------------------------------------
 

@@ -37,33 +37,27 @@ import {
   Stream
 } from "effect"
 import { AgentRegistry } from "../agent/index.js"
-import { Compaction } from "../context/index.js"
+import { Compaction, InstructionLoader, SkillRegistry, SystemPrompt } from "../context/index.js"
 import { ConfigService } from "../config/index.js"
-import { Bus } from "../runtime/index.js"
-import { Identifier } from "../runtime/index.js"
-import { Instance } from "../runtime/index.js"
-import { InstructionLoader } from "../context/index.js"
-import { INVALID_TOOL, type LLMEvent, LLMService, ProviderError, type ToolSpec } from "../llm/index.js"
-import { type LiveMessage, ModelMessageCache } from "../llm/index.js"
-import { Permission } from "../permission/index.js"
-import { PermissionPolicy } from "../permission/index.js"
-import { PermissionService } from "../permission/index.js"
-import { Prompts } from "../runtime/index.js"
-import { ProviderOptions } from "../llm/index.js"
-import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "../llm/index.js"
-import { SessionChanges } from "../snapshot/index.js"
+import { Bus, Identifier, Instance, Prompts, Wildcard } from "../runtime/index.js"
+import {
+  INVALID_TOOL,
+  type LiveMessage,
+  type LLMEvent,
+  LLMService,
+  ModelMessageCache,
+  type ModelNotConfigured,
+  ProviderError,
+  ProviderOptions,
+  ProviderRegistry,
+  type ResolvedModel,
+  type ToolSpec
+} from "../llm/index.js"
+import { Permission, PermissionPolicy, PermissionService } from "../permission/index.js"
+import { SessionChanges, Snapshot, stepTouch } from "../snapshot/index.js"
 import { SessionStore } from "../store/index.js"
-import { SkillRegistry } from "../context/index.js"
-import { Snapshot } from "../snapshot/index.js"
-import { stepTouch } from "../snapshot/index.js"
-import { Mcp } from "../mcp/index.js"
-import { resourceTools } from "../mcp/index.js"
-import { SystemPrompt } from "../context/index.js"
-import { Tool } from "../tool/index.js"
-import { ToolRegistry } from "../tool/index.js"
-import { ToolSlots } from "../tool/index.js"
-import { Truncation } from "../tool/index.js"
-import { Wildcard } from "../runtime/index.js"
+import { Mcp, resourceTools } from "../mcp/index.js"
+import { Tool, ToolRegistry, ToolSlots, Truncation } from "../tool/index.js"
 
 // --- inputs and outcomes -----------------------------------------------------------------
 

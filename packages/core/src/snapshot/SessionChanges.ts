@@ -13,14 +13,11 @@ import {
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as path from "node:path"
-import { Bus } from "../runtime/index.js"
-import { filename as databaseFile, withBusyRetry } from "../store/index.js"
-import { Instance } from "../runtime/index.js"
+import { Bus, Instance } from "../runtime/index.js"
+import { filename as databaseFile, SessionStore, withBusyRetry } from "../store/index.js"
 import { Snapshot, type SnapshotError } from "./Snapshot.js"
 import type * as Tree from "./Tree.js"
-import { compare as compareTexts } from "../tool/index.js"
-import { LineDiff } from "../tool/index.js"
-import { SessionStore } from "../store/index.js"
+import { compare as compareTexts, LineDiff } from "../tool/index.js"
 
 /**
  * What sessions did to the project's files: the net diff of a session (children included), and

@@ -2,16 +2,14 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Bus } from "../runtime/index.js"
+import { Bus, Instance, isAlive } from "../runtime/index.js"
 import { ConfigService } from "../config/index.js"
 import { filename as databaseFile, withBusyRetry } from "../store/index.js"
-import { Instance } from "../runtime/index.js"
 import * as Git from "./Git.js"
 import * as Store from "./Store.js"
 import { StoreDisk, writeAtomic } from "./StoreFile.js"
 import * as Tree from "./Tree.js"
 import * as Watch from "./Watch.js"
-import { isAlive } from "../runtime/index.js"
 
 /**
  * The project's files at each step, for undo and session diffs.

@@ -21,13 +21,9 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Context, Effect, Layer, ParseResult, Schedule, Schema } from "effect"
 import * as os from "node:os"
-import { Bus } from "../runtime/index.js"
+import { Bus, Identifier, Instance, isAlive, VERSION } from "../runtime/index.js"
 import { isReadOnly, openedFile, withBusyRetry } from "./Database.js"
-import { Identifier } from "../runtime/index.js"
-import { Instance } from "../runtime/index.js"
 import { makeInPlaceDecoder } from "./InPlaceDecoder.js"
-import { VERSION } from "../runtime/index.js"
-import { isAlive } from "../runtime/index.js"
 
 export interface CreateSessionInput {
   readonly parentID?: SessionID

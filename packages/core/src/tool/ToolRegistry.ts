@@ -1,8 +1,7 @@
 import type { Agent, PermissionRuleset } from "@agent/domain"
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
-import { INVALID_TOOL } from "../llm/index.js"
+import { INVALID_TOOL, type ModelInfo } from "../llm/index.js"
 import { Permission } from "../permission/index.js"
-import type { ModelInfo } from "../llm/index.js"
 import * as Tool from "./Tool.js"
 
 /** Receives calls the model got wrong (unknown tool, unparseable arguments) and says why. */

@@ -2,9 +2,7 @@ import { Clock, Context, Duration, Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { ConfigService } from "../config/index.js"
-import { Identifier } from "../runtime/index.js"
-import { Instance } from "../runtime/index.js"
-import type { InstanceInfo } from "../runtime/index.js"
+import { Identifier, Instance, type InstanceInfo } from "../runtime/index.js"
 
 /** Default line limit of a tool output (`tool_output.max_lines`). */
 export const MAX_LINES = 2000

@@ -1,3 +1,8 @@
+// tool/: The tool framework (Tool, the registry, slots, output truncation) and the helpers tools share: paths
+// and permission patterns, file reads and writes, diffs, patches, bash parsing, file search.
+// What other subsystems use of it; they import it from here, never from its files.
+import type { ToolExecutionError, ToolInputError } from "./Tool.js"
+
 export { withAliases } from "./ArgumentAliases.js"
 export { MAX_ATTACHMENT_BYTES, attachmentMime } from "./Attachment.js"
 export { expandPath, externalDirectories, parseCommand } from "./BashParse.js"
@@ -27,3 +32,6 @@ export type { AnyTool } from "./Tool.js"
 export { ToolRegistry } from "./ToolRegistry.js"
 export * as ToolSlots from "./ToolSlots.js"
 export { MAX_BYTES, MAX_LINES, Truncation, toolOutputDirectory } from "./Truncation.js"
+
+/** The errors this subsystem's services fail with. */
+export type ToolError = ToolInputError | ToolExecutionError

@@ -1,18 +1,21 @@
 import { Effect, Either, Schema } from "effect"
-import { Instance, type InstanceInfo } from "../runtime/index.js"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
-import { guard, relativeToWorktree, resolvePath } from "../tool/index.js"
-import { FileDiff } from "../tool/index.js"
-import { FileDisk } from "../tool/index.js"
-import { FileLock } from "../tool/index.js"
-import { FileTimes } from "../tool/index.js"
-import { LineEndings } from "../tool/index.js"
-import { applyHunkSteps } from "../tool/index.js"
-import { parse } from "../tool/index.js"
-import { PatchWrite } from "../tool/index.js"
-import { pathPatterns } from "../tool/index.js"
-import { TextEncoding } from "../tool/index.js"
+import { Instance, type InstanceInfo, Prompts } from "../runtime/index.js"
+import {
+  applyHunkSteps,
+  FileDiff,
+  FileDisk,
+  FileLock,
+  FileTimes,
+  guard,
+  LineEndings,
+  parse,
+  PatchWrite,
+  pathPatterns,
+  relativeToWorktree,
+  resolvePath,
+  TextEncoding,
+  Tool
+} from "../tool/index.js"
 import { load, type TextFile, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "apply_patch"

@@ -3,15 +3,17 @@ import { Deferred, Effect, Exit, Fiber, Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Instance } from "../runtime/index.js"
-import type { InstanceInfo } from "../runtime/index.js"
-import { Prompts } from "../runtime/index.js"
-import { type Launch, Sandbox, SandboxUnavailable } from "../sandbox/index.js"
-import { notice } from "../sandbox/index.js"
-import { describeNetwork, resolveSettings, type SandboxSettings } from "../sandbox/index.js"
-import { Tool } from "../tool/index.js"
-import { Truncation } from "../tool/index.js"
-import { expandPath, externalDirectories, parseCommand } from "../tool/index.js"
+import { Instance, type InstanceInfo, Prompts } from "../runtime/index.js"
+import {
+  describeNetwork,
+  type Launch,
+  notice,
+  resolveSettings,
+  Sandbox,
+  type SandboxSettings,
+  SandboxUnavailable
+} from "../sandbox/index.js"
+import { expandPath, externalDirectories, parseCommand, Tool, Truncation } from "../tool/index.js"
 
 const TOOL = "bash"
 

@@ -1,6 +1,5 @@
 import { Effect, Layer } from "effect"
-import type { AnyTool } from "../tool/index.js"
-import { ToolRegistry } from "../tool/index.js"
+import { type AnyTool, ToolRegistry } from "../tool/index.js"
 import * as ApplyPatch from "./ApplyPatch.js"
 import * as Bash from "./Bash.js"
 import * as CustomTools from "./CustomTools.js"

@@ -1,17 +1,20 @@
 import { Effect, Either, Schema } from "effect"
-import { Instance } from "../runtime/index.js"
-import { withAliases } from "../tool/index.js"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
-import { EditMatch } from "../tool/index.js"
-import { guard, relativeToWorktree, resolvePath } from "../tool/index.js"
-import { FileDiff } from "../tool/index.js"
-import { FileLock } from "../tool/index.js"
-import { LineEndings } from "../tool/index.js"
-import { FileTimes } from "../tool/index.js"
-import { pathPatterns } from "../tool/index.js"
-import { FileDisk } from "../tool/index.js"
-import { TextEncoding } from "../tool/index.js"
+import { Instance, Prompts } from "../runtime/index.js"
+import {
+  EditMatch,
+  FileDiff,
+  FileDisk,
+  FileLock,
+  FileTimes,
+  guard,
+  LineEndings,
+  pathPatterns,
+  relativeToWorktree,
+  resolvePath,
+  TextEncoding,
+  Tool,
+  withAliases
+} from "../tool/index.js"
 import { ensureFresh, load, replacementShape, store, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "edit"

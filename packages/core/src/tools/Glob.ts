@@ -1,11 +1,7 @@
 import { Effect, Schema } from "effect"
 import * as path from "node:path"
-import { Instance } from "../runtime/index.js"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
-import { guard, relativeToWorktree, resolvePath } from "../tool/index.js"
-import { FileSearch } from "../tool/index.js"
-import { leftOutNote, readDenied } from "../tool/index.js"
+import { Instance, Prompts } from "../runtime/index.js"
+import { FileSearch, guard, leftOutNote, readDenied, relativeToWorktree, resolvePath, Tool } from "../tool/index.js"
 
 const TOOL = "glob"
 

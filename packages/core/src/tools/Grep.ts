@@ -1,12 +1,8 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
-import { Instance } from "../runtime/index.js"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
-import { guard, resolvePath } from "../tool/index.js"
-import { FileSearch } from "../tool/index.js"
+import { Instance, Prompts } from "../runtime/index.js"
+import { FileSearch, guard, leftOutNote, readDenied, resolvePath, Tool } from "../tool/index.js"
 import { optionalPath } from "./Glob.js"
-import { leftOutNote, readDenied } from "../tool/index.js"
 
 const TOOL = "grep"
 

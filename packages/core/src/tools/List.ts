@@ -1,13 +1,18 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { Instance } from "../runtime/index.js"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
-import { guard, relativeToWorktree, resolvePath } from "../tool/index.js"
-import { FileSearch } from "../tool/index.js"
+import { Instance, Prompts } from "../runtime/index.js"
+import {
+  FileSearch,
+  guard,
+  leftOutNote,
+  pathPatterns,
+  readDenied,
+  relativeToWorktree,
+  resolvePath,
+  Tool
+} from "../tool/index.js"
 import { optionalPath } from "./Glob.js"
-import { leftOutNote, pathPatterns, readDenied } from "../tool/index.js"
 
 const TOOL = "list"
 

@@ -2,19 +2,24 @@ import { Effect, Schema } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { MAX_ATTACHMENT_BYTES } from "../tool/index.js"
+import {
+  FileKind,
+  FileTimes,
+  guard,
+  leftOutNote,
+  levenshtein,
+  MAX_ATTACHMENT_BYTES,
+  pathPatterns,
+  readDenied,
+  relativeToWorktree,
+  resolvePath,
+  TextEncoding,
+  Tool,
+  withAliases
+} from "../tool/index.js"
 import { StringDecoder } from "node:string_decoder"
-import { withAliases } from "../tool/index.js"
-import { Instance } from "../runtime/index.js"
+import { Instance, Prompts } from "../runtime/index.js"
 import { InstructionLoader } from "../context/index.js"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
-import { levenshtein } from "../tool/index.js"
-import { guard, relativeToWorktree, resolvePath } from "../tool/index.js"
-import { FileKind } from "../tool/index.js"
-import { FileTimes } from "../tool/index.js"
-import { leftOutNote, pathPatterns, readDenied } from "../tool/index.js"
-import { TextEncoding } from "../tool/index.js"
 
 const TOOL = "read"
 

@@ -2,8 +2,7 @@ import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { Prompts } from "../runtime/index.js"
-import { fileUrl, parseSkill, SkillRegistry } from "../context/index.js"
-import type { Skill } from "../context/index.js"
+import { fileUrl, parseSkill, type Skill, SkillRegistry } from "../context/index.js"
 import { Tool } from "../tool/index.js"
 
 /** Files listed in the output, after sorting. */

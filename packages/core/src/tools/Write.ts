@@ -1,16 +1,19 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
-import { withAliases } from "../tool/index.js"
-import { Instance } from "../runtime/index.js"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
-import { guard, relativeToWorktree, resolvePath } from "../tool/index.js"
-import { FileDiff } from "../tool/index.js"
-import { FileDisk } from "../tool/index.js"
-import { FileLock } from "../tool/index.js"
-import { FileTimes } from "../tool/index.js"
-import { pathPatterns } from "../tool/index.js"
-import { TextEncoding } from "../tool/index.js"
+import {
+  FileDiff,
+  FileDisk,
+  FileLock,
+  FileTimes,
+  guard,
+  pathPatterns,
+  relativeToWorktree,
+  resolvePath,
+  TextEncoding,
+  Tool,
+  withAliases
+} from "../tool/index.js"
+import { Instance, Prompts } from "../runtime/index.js"
 
 const TOOL = "write"
 
