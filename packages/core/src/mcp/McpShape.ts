@@ -4,8 +4,8 @@ import type { McpAuthError } from "./McpOAuth.js"
 import type { Tool } from "../tool/index.js"
 
 // The Mcp service's interface, data and errors, apart from the service so that the tools built
-// over it (tools/McpTools.ts) and the service itself (Mcp.ts, which builds those tools) do not
-// import each other.
+// over it (McpTools.ts) and the service itself (Mcp.ts, which builds those tools) do not import
+// each other.
 
 /** A prompt offered by a connected server; `key` is `<server>:<prompt>`, sanitized. */
 export interface McpPrompt {
