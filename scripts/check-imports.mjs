@@ -2,9 +2,10 @@
 // - no import cycles between files: static imports count, type-only ones included (they couple
 //   files as much); `import("...")` does not, it is how the CLI loads a command's code lazily
 //   (the command file loads its implementation, which imports the command's input type);
-// - in packages/core/src, no cycles between subsystem folders, and an import from another
-//   subsystem goes through that folder's index.ts, never into one of its files (src/index.ts,
-//   the package's public surface, names the files it exports from).
+// - in packages/core/src, no cycles between subsystem folders.
+// Imports name the file that holds what they use, not a folder's index.ts: under code splitting,
+// esbuild assigns every module a barrel re-exports to each chunk that imports the barrel, so
+// `agent session list` loaded the model library once SessionChanges imported tool/index.ts.
 // Prints each problem and exits with 1 when there is any.
 import { execSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -79,11 +80,7 @@ for (const file of files) {
     if (target === undefined) continue
     targets.add(target)
     const from = subsystemOf(file), to = subsystemOf(target)
-    if (to === undefined || from === to || !file.startsWith(core) || file === path.join(core, "index.ts")) continue
-    if (target !== path.join(core, to, "index.ts")) {
-      problems.push(`${path.relative(root, file)} imports ${spec}: go through ${to}/index.ts`)
-    }
-    if (from === undefined) continue
+    if (from === undefined || to === undefined || from === to) continue
     if (!folderGraph.has(from)) folderGraph.set(from, new Set())
     folderGraph.get(from).add(to)
   }
@@ -97,4 +94,4 @@ if (problems.length > 0) {
   process.exit(1)
 }
 const subsystems = new Set(files.filter((file) => file.startsWith(core)).map(subsystemOf).filter((name) => name !== undefined))
-console.log(`imports: ${files.length} files, ${subsystems.size} core subsystems, no cycles, no import into another subsystem's files`)
+console.log(`imports: ${files.length} files, ${subsystems.size} core subsystems, no cycles`)

@@ -1,5 +1,5 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { ConfigService, type ConfigInfo } from "@agent/core/config"
+import { ConfigService, type ConfigInfo } from "@agent/core/config/ConfigService"
 import { Console, Effect, Option } from "effect"
 import * as Layers from "./Layers.js"
 

@@ -1,10 +1,14 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { Database, SessionStore } from "@agent/core/store"
-import { AgentRegistry } from "@agent/core/agent"
-import { ApprovalStore, PermissionPolicy } from "@agent/core/permission"
-import { Bus, Instance } from "@agent/core/runtime"
-import { ConfigService } from "@agent/core/config"
-import { SessionChanges, Snapshot } from "@agent/core/snapshot"
+import * as Database from "@agent/core/store/Database"
+import { SessionStore } from "@agent/core/store/SessionStore"
+import { AgentRegistry } from "@agent/core/agent/AgentRegistry"
+import { ApprovalStore } from "@agent/core/permission/ApprovalStore"
+import { PermissionPolicy } from "@agent/core/permission/PermissionPolicy"
+import { Bus } from "@agent/core/runtime/Bus"
+import { Instance } from "@agent/core/runtime/Instance"
+import { ConfigService } from "@agent/core/config/ConfigService"
+import { SessionChanges } from "@agent/core/snapshot/SessionChanges"
+import { Snapshot } from "@agent/core/snapshot/Snapshot"
 import { Layer } from "effect"
 
 /**

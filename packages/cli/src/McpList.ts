@@ -1,8 +1,9 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { Bus, Instance } from "@agent/core/runtime"
-import { ConfigService } from "@agent/core/config"
-import { Mcp } from "@agent/core/mcp"
-import { Sandbox } from "@agent/core/sandbox"
+import { Bus } from "@agent/core/runtime/Bus"
+import { Instance } from "@agent/core/runtime/Instance"
+import { ConfigService } from "@agent/core/config/ConfigService"
+import { Mcp } from "@agent/core/mcp/Mcp"
+import { Sandbox } from "@agent/core/sandbox/Sandbox"
 import type { McpConfig } from "@agent/domain"
 import { Console, Effect, Layer } from "effect"
 import { table } from "./Format.js"

@@ -1,8 +1,9 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { AgentRegistry } from "@agent/core/agent"
-import { Bus, Instance } from "@agent/core/runtime"
-import { ConfigService } from "@agent/core/config"
-import { describePlan, Sandbox, type SandboxCheck } from "@agent/core/sandbox"
+import { AgentRegistry } from "@agent/core/agent/AgentRegistry"
+import { Bus } from "@agent/core/runtime/Bus"
+import { Instance } from "@agent/core/runtime/Instance"
+import { ConfigService } from "@agent/core/config/ConfigService"
+import { describePlan, Sandbox, type SandboxCheck } from "@agent/core/sandbox/Sandbox"
 import { Console, Effect, Layer, Option } from "effect"
 import { ExitCode } from "./ExitCode.js"
 import { table } from "./Format.js"

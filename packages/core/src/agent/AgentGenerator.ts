@@ -4,9 +4,11 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { stringify as toYaml } from "yaml"
 import { AgentRegistry } from "./AgentRegistry.js"
-import { isEnvFlag, loadConfig } from "../config/index.js"
-import { Instance, Prompts } from "../runtime/index.js"
-import { LLMService, type ModelNotConfigured, ProviderRegistry } from "../llm/index.js"
+import { isEnvFlag, loadConfig } from "../config/ConfigService.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance } from "../runtime/Instance.js"
+import { LLMService } from "../llm/LLMService.js"
+import { type ModelNotConfigured, ProviderRegistry } from "../llm/ProviderRegistry.js"
 
 /** What the model answers: OpenCode's three fields. */
 export const GeneratedAgent = Schema.Struct({

@@ -9,11 +9,12 @@ import {
 } from "@agent/domain"
 import { Context, Effect, Layer } from "effect"
 import * as path from "node:path"
-import { ConfigService } from "../config/index.js"
-import { Instance, type InstanceInfo, Prompts } from "../runtime/index.js"
-import { Permission } from "../permission/index.js"
-import { mergeOptions } from "../llm/index.js"
-import { toolOutputDirectory } from "../tool/index.js"
+import { ConfigService } from "../config/ConfigService.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
+import * as Permission from "../permission/Permission.js"
+import { mergeOptions } from "../llm/ProviderOptions.js"
+import { toolOutputDirectory } from "../tool/Truncation.js"
 
 /** Where large tool outputs are saved; every agent may read them back. */
 export const toolOutputGlob = (instance: InstanceInfo) => path.join(toolOutputDirectory(instance), "*")
@@ -157,7 +158,7 @@ export class AgentRegistry extends Context.Tag("@agent/core/AgentRegistry")<Agen
 /** Built-in agents merged with the user's config; pure, so tests can call it directly. */
 export const makeAgentRegistry = (
   instance: InstanceInfo,
-  info: Pick<import("../config/index.js").ConfigInfo, "config" | "origin">
+  info: Pick<import("../config/ConfigService.js").ConfigInfo, "config" | "origin">
 ): AgentRegistryShape => {
   const { config } = info
   const defaults = defaultRules(instance)

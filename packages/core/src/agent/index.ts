@@ -1,6 +1,7 @@
 // agent/: The agents: their registry (built-in, configured and file-defined agents) and the generator that
 // writes new agent files with the model.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { AgentNotFound, DefaultAgentError } from "@agent/domain"
 import type { AgentGenerationError } from "./AgentGenerator.js"
 

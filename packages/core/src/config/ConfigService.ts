@@ -17,7 +17,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml"
 import { keptPluginEntries, pluginFiles, resolvePluginEntry } from "./ConfigPlugins.js"
-import { Instance, type InstanceInfo } from "../runtime/index.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 
 export interface ConfigWarning {
   readonly file: string

@@ -1,5 +1,6 @@
 // config/: The configuration: files, environment and plugins, decoded once with where each value came from.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 
 export { ConfigService, isEnvFlag, loadConfig } from "./ConfigService.js"
 export type { ConfigInfo } from "./ConfigService.js"

@@ -1,19 +1,17 @@
 import type { AssistantMessage, MessageID, Part, PartID, SessionID, ToolPart, UserMessage } from "@agent/domain"
 import type { ModelMessage } from "ai"
 import { Context, Effect, Layer, Stream } from "effect"
-import { AgentRegistry } from "../agent/index.js"
-import { Bus, Identifier, Instance, Prompts } from "../runtime/index.js"
-import { ConfigService } from "../config/index.js"
+import { AgentRegistry } from "../agent/AgentRegistry.js"
+import * as Identifier from "../runtime/Identifier.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Bus } from "../runtime/Bus.js"
+import { Instance } from "../runtime/Instance.js"
+import { ConfigService } from "../config/ConfigService.js"
 import { InstructionLoader } from "./InstructionLoader.js"
-import {
-  type LiveMessage,
-  LLMService,
-  type ModelInfo,
-  ModelMessageCache,
-  type ProviderError,
-  type ResolvedModel
-} from "../llm/index.js"
-import { SessionStore } from "../store/index.js"
+import { type LiveMessage, ModelMessageCache } from "../llm/MessageConversion.js"
+import { LLMService, type ProviderError } from "../llm/LLMService.js"
+import { type ModelInfo, type ResolvedModel } from "../llm/ProviderRegistry.js"
+import { SessionStore } from "../store/SessionStore.js"
 
 /** OpenCode's output reserve: the model's output limit, at most 32 000 tokens. */
 const OUTPUT_CAP = 32_000

@@ -1,6 +1,6 @@
 // How much of the instruction files (AGENTS.md, CLAUDE.md, `instructions` entries) goes into
 // every request: a cap per file and one for all of them (`instruction_limits` in config).
-import { Prompts } from "../runtime/index.js"
+import * as Prompts from "../runtime/Prompts.js"
 
 /** Per file or URL. Codex stops at 32 KiB for all its project docs together; a file here may hold twice that. */
 export const DEFAULT_MAX_BYTES = 64 * 1024

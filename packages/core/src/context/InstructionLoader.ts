@@ -2,10 +2,10 @@ import { Context, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { ConfigService, isEnvFlag } from "../config/index.js"
-import { Instance, type InstanceInfo } from "../runtime/index.js"
+import { ConfigService, isEnvFlag } from "../config/ConfigService.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import * as InstructionLimits from "./InstructionLimits.js"
-import { isWithin as within } from "../tool/index.js"
+import { isWithin as within } from "../tool/ExternalDirectory.js"
 
 /** One entry of the system prompt's instructions: a file, or an http(s) URL. */
 export interface InstructionSource {

@@ -4,10 +4,11 @@ import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { parse as parseYaml } from "yaml"
-import { ConfigService } from "../config/index.js"
-import { Instance, type InstanceInfo, Prompts } from "../runtime/index.js"
-import { Permission } from "../permission/index.js"
-import { isWithin as within } from "../tool/index.js"
+import { ConfigService } from "../config/ConfigService.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
+import * as Permission from "../permission/Permission.js"
+import { isWithin as within } from "../tool/ExternalDirectory.js"
 
 /** A skill: a `SKILL.md` whose front matter names and describes it. */
 export interface Skill {

@@ -1,6 +1,7 @@
 import type { Agent } from "@agent/domain"
-import { type InstanceInfo, Prompts } from "../runtime/index.js"
-import type { ModelInfo } from "../llm/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { type InstanceInfo } from "../runtime/Instance.js"
+import type { ModelInfo } from "../llm/ProviderRegistry.js"
 
 /** The provider prompt for a model family, used when the agent has no prompt of its own. */
 export const providerPrompt = (model: ModelInfo): string => {

@@ -1,6 +1,6 @@
 import type { Message, Part } from "@agent/domain"
 import type { AssistantContent, ModelMessage, ToolContent, UserContent } from "ai"
-import { Prompts } from "../runtime/index.js"
+import * as Prompts from "../runtime/Prompts.js"
 
 /** A message as the loop holds it in memory: parts grow while the step streams. */
 export interface LiveMessage {

@@ -1,8 +1,8 @@
 import { type Config, type ModelRef, parseModelRef } from "@agent/domain"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Context, Effect, Layer, Schema } from "effect"
-import { ConfigService } from "../config/index.js"
-import { Instance } from "../runtime/index.js"
+import { ConfigService } from "../config/ConfigService.js"
+import { Instance } from "../runtime/Instance.js"
 import { modelFetch } from "./ModelTransport.js"
 
 /** What the runtime knows about a model: limits for overflow checks, prices for cost. */

@@ -1,6 +1,7 @@
 // llm/: The model: providers and their catalog, the transport, message conversion, the streaming call, and
 // recorded (replay) models.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { ProviderError } from "./LLMService.js"
 import type { ModelNotConfigured } from "./ProviderRegistry.js"
 

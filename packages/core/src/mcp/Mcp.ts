@@ -21,8 +21,10 @@ import {
 } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Bus, Instance, VERSION } from "../runtime/index.js"
-import { ConfigService } from "../config/index.js"
+import { Bus } from "../runtime/Bus.js"
+import { Instance } from "../runtime/Instance.js"
+import { VERSION } from "../runtime/Version.js"
+import { ConfigService } from "../config/ConfigService.js"
 import { ChildProcessTransport, SkippedLineError, type StdioSpec } from "./ChildProcessTransport.js"
 import * as McpOAuth from "./McpOAuth.js"
 import * as McpSdkLoader from "./McpSdkLoader.js"
@@ -37,9 +39,10 @@ import {
   type McpResourceTemplate,
   type McpShape
 } from "./McpShape.js"
-import { Sandbox, type SandboxShape } from "../sandbox/index.js"
+import { Sandbox, type SandboxShape } from "../sandbox/Sandbox.js"
 import { McpAuthError } from "./McpOAuth.js"
-import { type Tool, ToolExecutionError } from "../tool/index.js"
+import type * as Tool from "../tool/Tool.js"
+import { ToolExecutionError } from "../tool/Tool.js"
 import * as McpTools from "./McpTools.js"
 
 /** Connect and `tools/list` timeout when the server's config sets none (OpenCode's `DEFAULT_TIMEOUT`). */

@@ -1,7 +1,7 @@
 import type { McpServerStatus } from "@agent/domain"
 import { type Duration, type Effect, Schema } from "effect"
 import type { McpAuthError } from "./McpOAuth.js"
-import type { Tool } from "../tool/index.js"
+import type * as Tool from "../tool/Tool.js"
 
 // The Mcp service's interface, data and errors, apart from the service so that the tools built
 // over it (McpTools.ts) and the service itself (Mcp.ts, which builds those tools) do not import

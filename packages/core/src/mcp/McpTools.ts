@@ -5,8 +5,8 @@ import type {
 } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Schema } from "effect"
 import type { McpResourceContent, McpShape } from "./McpShape.js"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import * as Tool from "../tool/Tool.js"
 
 /** OpenCode's sanitizer for server, tool, prompt and resource names. */
 export const sanitize = (name: string): string => name.replace(/[^a-zA-Z0-9_-]/g, "_")

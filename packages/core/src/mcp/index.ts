@@ -1,5 +1,6 @@
 // mcp/: MCP servers: connections, OAuth, and their tools, prompts and resources as runtime tools.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { McpAuthError } from "./McpOAuth.js"
 import type { McpRequestError } from "./McpShape.js"
 

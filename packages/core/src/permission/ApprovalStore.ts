@@ -3,8 +3,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { openedFile, withBusyRetry } from "../store/index.js"
-import { Instance } from "../runtime/index.js"
+import { openedFile, withBusyRetry } from "../store/Database.js"
+import { Instance } from "../runtime/Instance.js"
 
 /**
  * Where "always allow" answers are kept, per project, so they survive a restart: the

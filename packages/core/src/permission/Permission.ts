@@ -8,7 +8,7 @@ import type {
   RuleSource
 } from "@agent/domain"
 import * as os from "node:os"
-import { Wildcard } from "../runtime/index.js"
+import * as Wildcard from "../runtime/Wildcard.js"
 
 /**
  * The permission rule engine: pure functions over ordered rulesets. Rules are evaluated in

@@ -1,7 +1,7 @@
 import type { PermissionReply, PermissionRule, PermissionRuleset, SessionID } from "@agent/domain"
 import { Context, Effect, Layer } from "effect"
-import { ConfigService } from "../config/index.js"
-import { Instance } from "../runtime/index.js"
+import { ConfigService } from "../config/ConfigService.js"
+import { Instance } from "../runtime/Instance.js"
 import * as Permission from "./Permission.js"
 
 /** One permission decision, as the audit hook sees it. */

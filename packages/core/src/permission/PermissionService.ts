@@ -13,7 +13,10 @@ import {
 } from "@agent/domain"
 import { Context, Deferred, Effect, Layer, Ref } from "effect"
 import { ApprovalStore } from "./ApprovalStore.js"
-import { Bus, Identifier, Instance, Wildcard } from "../runtime/index.js"
+import * as Identifier from "../runtime/Identifier.js"
+import * as Wildcard from "../runtime/Wildcard.js"
+import { Bus } from "../runtime/Bus.js"
+import { Instance } from "../runtime/Instance.js"
 import * as Permission from "./Permission.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
 

@@ -1,6 +1,7 @@
 // permission/: Permissions: the rule engine (Permission), the policy of a run, the service that asks and
 // waits for replies, and the store of approvals.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { CorrectedError, DeniedError, PermissionRequestNotFound, RejectedError } from "@agent/domain"
 
 export { ApprovalStore } from "./ApprovalStore.js"

@@ -1,6 +1,7 @@
 import type { PermissionToolRef, QuestionInfo, QuestionRequest, SessionID } from "@agent/domain"
 import { Context, Deferred, Effect, Layer, Schema } from "effect"
-import { Bus, Identifier } from "../runtime/index.js"
+import * as Identifier from "../runtime/Identifier.js"
+import { Bus } from "../runtime/Bus.js"
 
 export interface QuestionAskInput {
   readonly sessionID: SessionID

@@ -1,6 +1,7 @@
 // runtime/: Shared basics of a running instance: the event bus, ids, the instance (project and paths), prompt
 // files, wildcards, pids and the version.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 
 export { Bus } from "./Bus.js"
 export * as Identifier from "./Identifier.js"

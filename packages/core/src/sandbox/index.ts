@@ -1,6 +1,7 @@
 // sandbox/: The sandbox commands run in (bubblewrap, network proxy), its settings and how it is probed and
 // reported.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { SandboxUnavailable } from "./Sandbox.js"
 
 export { exec } from "./Exec.js"

@@ -9,12 +9,15 @@ import {
   type SessionID
 } from "@agent/domain"
 import { Context, Effect, Layer } from "effect"
-import { AgentRegistry } from "../agent/index.js"
-import { Bus, Identifier, Instance, Prompts } from "../runtime/index.js"
+import { AgentRegistry } from "../agent/AgentRegistry.js"
+import * as Identifier from "../runtime/Identifier.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Bus } from "../runtime/Bus.js"
+import { Instance } from "../runtime/Instance.js"
 import * as CommandTemplate from "./CommandTemplate.js"
-import { ConfigService } from "../config/index.js"
-import { Mcp, type McpPrompt } from "../mcp/index.js"
-import { Sandbox } from "../sandbox/index.js"
+import { ConfigService } from "../config/ConfigService.js"
+import { Mcp, type McpPrompt } from "../mcp/Mcp.js"
+import { Sandbox } from "../sandbox/Sandbox.js"
 import { type LoopError, type PromptPartInput, type RunOutcome, SessionLoop } from "./SessionLoop.js"
 
 /** What running a command needs besides the session. */

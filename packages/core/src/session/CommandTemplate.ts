@@ -7,10 +7,13 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { attachmentMime, MAX_ATTACHMENT_BYTES, MAX_BYTES, MAX_LINES } from "../tool/index.js"
-import type { InstanceInfo } from "../runtime/index.js"
-import { exec, type ExecResult, type SandboxPlan, type SandboxShape } from "../sandbox/index.js"
-import { looksBinary, shellFor } from "../tools/index.js"
+import { attachmentMime, MAX_ATTACHMENT_BYTES } from "../tool/Attachment.js"
+import { MAX_BYTES, MAX_LINES } from "../tool/Truncation.js"
+import type { InstanceInfo } from "../runtime/Instance.js"
+import { exec, type ExecResult } from "../sandbox/Exec.js"
+import { type SandboxPlan, type SandboxShape } from "../sandbox/Sandbox.js"
+import { looksBinary } from "../tools/Read.js"
+import { shellFor } from "../tools/Bash.js"
 
 // --- arguments -------------------------------------------------------------------------------
 

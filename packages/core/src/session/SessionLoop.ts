@@ -36,28 +36,34 @@ import {
   Option,
   Stream
 } from "effect"
-import { AgentRegistry } from "../agent/index.js"
-import { Compaction, InstructionLoader, SkillRegistry, SystemPrompt } from "../context/index.js"
-import { ConfigService } from "../config/index.js"
-import { Bus, Identifier, Instance, Prompts, Wildcard } from "../runtime/index.js"
-import {
-  INVALID_TOOL,
-  type LiveMessage,
-  type LLMEvent,
-  LLMService,
-  ModelMessageCache,
-  type ModelNotConfigured,
-  ProviderError,
-  ProviderOptions,
-  ProviderRegistry,
-  type ResolvedModel,
-  type ToolSpec
-} from "../llm/index.js"
-import { Permission, PermissionPolicy, PermissionService } from "../permission/index.js"
-import { SessionChanges, Snapshot, stepTouch } from "../snapshot/index.js"
-import { SessionStore } from "../store/index.js"
-import { Mcp, resourceTools } from "../mcp/index.js"
-import { Tool, ToolRegistry, ToolSlots, Truncation } from "../tool/index.js"
+import { AgentRegistry } from "../agent/AgentRegistry.js"
+import * as SystemPrompt from "../context/SystemPrompt.js"
+import { Compaction } from "../context/Compaction.js"
+import { InstructionLoader } from "../context/InstructionLoader.js"
+import { SkillRegistry } from "../context/SkillRegistry.js"
+import { ConfigService } from "../config/ConfigService.js"
+import * as Identifier from "../runtime/Identifier.js"
+import * as Prompts from "../runtime/Prompts.js"
+import * as Wildcard from "../runtime/Wildcard.js"
+import { Bus } from "../runtime/Bus.js"
+import { Instance } from "../runtime/Instance.js"
+import * as ProviderOptions from "../llm/ProviderOptions.js"
+import { INVALID_TOOL, type LLMEvent, LLMService, ProviderError, type ToolSpec } from "../llm/LLMService.js"
+import { type LiveMessage, ModelMessageCache } from "../llm/MessageConversion.js"
+import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "../llm/ProviderRegistry.js"
+import * as Permission from "../permission/Permission.js"
+import { PermissionPolicy } from "../permission/PermissionPolicy.js"
+import { PermissionService } from "../permission/PermissionService.js"
+import { SessionChanges } from "../snapshot/SessionChanges.js"
+import { Snapshot } from "../snapshot/Snapshot.js"
+import { stepTouch } from "../snapshot/StepTouch.js"
+import { SessionStore } from "../store/SessionStore.js"
+import { Mcp } from "../mcp/Mcp.js"
+import { resourceTools } from "../mcp/McpTools.js"
+import * as Tool from "../tool/Tool.js"
+import * as ToolSlots from "../tool/ToolSlots.js"
+import { ToolRegistry } from "../tool/ToolRegistry.js"
+import { Truncation } from "../tool/Truncation.js"
 
 // --- inputs and outcomes -----------------------------------------------------------------
 

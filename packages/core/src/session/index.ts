@@ -1,5 +1,6 @@
 // session/: The session loop (prompt, steps, tool calls, abort) and commands (`/name` templates).
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { CommandError, CommandNotFound } from "@agent/domain"
 import type { LoopError } from "./SessionLoop.js"
 

@@ -13,11 +13,14 @@ import {
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as path from "node:path"
-import { Bus, Instance } from "../runtime/index.js"
-import { filename as databaseFile, SessionStore, withBusyRetry } from "../store/index.js"
+import { Bus } from "../runtime/Bus.js"
+import { Instance } from "../runtime/Instance.js"
+import { filename as databaseFile, withBusyRetry } from "../store/Database.js"
+import { SessionStore } from "../store/SessionStore.js"
 import { Snapshot, type SnapshotError } from "./Snapshot.js"
 import type * as Tree from "./Tree.js"
-import { compare as compareTexts, LineDiff } from "../tool/index.js"
+import * as LineDiff from "../tool/LineDiff.js"
+import { compare as compareTexts } from "../tool/FileDiff.js"
 
 /**
  * What sessions did to the project's files: the net diff of a session (children included), and

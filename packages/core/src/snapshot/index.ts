@@ -1,5 +1,6 @@
 // snapshot/: Snapshots of the worktree per step, the changes of a session and their revert.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { RevertError } from "@agent/domain"
 import type { SnapshotError } from "./Snapshot.js"
 

@@ -1,5 +1,6 @@
 // store/: Storage: the SQLite database, its migrations and WAL checkpoints, and the session store.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { MessageNotFound, SessionImportError, SessionNotFound } from "@agent/domain"
 
 export * as Database from "./Database.js"

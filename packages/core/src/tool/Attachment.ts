@@ -1,7 +1,7 @@
 import type { PermissionRule, PermissionRuleset } from "@agent/domain"
 import * as path from "node:path"
-import type { InstanceInfo } from "../runtime/index.js"
-import { Permission } from "../permission/index.js"
+import type { InstanceInfo } from "../runtime/Instance.js"
+import * as Permission from "../permission/Permission.js"
 import { isInsideProject, isWithin, realPath } from "./ExternalDirectory.js"
 
 /** Files over this size are refused as attachments (read tool, `-f`, `@file`, server file parts). */

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { InstanceInfo } from "../runtime/index.js"
+import type { InstanceInfo } from "../runtime/Instance.js"
 import type { ToolContext } from "./Tool.js"
 
 /** Links followed by hand before giving up (the kernel's own limit is 40). */

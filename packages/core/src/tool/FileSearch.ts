@@ -3,7 +3,7 @@ import ignore, { type Ignore } from "ignore"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { InstanceInfo } from "../runtime/index.js"
+import type { InstanceInfo } from "../runtime/Instance.js"
 
 /**
  * File listing and content search for `glob`, `grep` and `list`.

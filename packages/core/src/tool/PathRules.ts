@@ -1,7 +1,7 @@
 import type { PermissionRuleset } from "@agent/domain"
 import * as path from "node:path"
-import type { InstanceInfo } from "../runtime/index.js"
-import { Permission } from "../permission/index.js"
+import type { InstanceInfo } from "../runtime/Instance.js"
+import * as Permission from "../permission/Permission.js"
 import { isWithin, realPath, relativeToWorktree } from "./ExternalDirectory.js"
 
 /**

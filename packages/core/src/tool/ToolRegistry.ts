@@ -1,7 +1,8 @@
 import type { Agent, PermissionRuleset } from "@agent/domain"
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
-import { INVALID_TOOL, type ModelInfo } from "../llm/index.js"
-import { Permission } from "../permission/index.js"
+import { INVALID_TOOL } from "../llm/LLMService.js"
+import { type ModelInfo } from "../llm/ProviderRegistry.js"
+import * as Permission from "../permission/Permission.js"
 import * as Tool from "./Tool.js"
 
 /** Receives calls the model got wrong (unknown tool, unparseable arguments) and says why. */

@@ -1,8 +1,9 @@
 import { Clock, Context, Duration, Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { ConfigService } from "../config/index.js"
-import { Identifier, Instance, type InstanceInfo } from "../runtime/index.js"
+import { ConfigService } from "../config/ConfigService.js"
+import * as Identifier from "../runtime/Identifier.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 
 /** Default line limit of a tool output (`tool_output.max_lines`). */
 export const MAX_LINES = 2000

@@ -1,6 +1,7 @@
 // tool/: The tool framework (Tool, the registry, slots, output truncation) and the helpers tools share: paths
 // and permission patterns, file reads and writes, diffs, patches, bash parsing, file search.
-// What other subsystems use of it; they import it from here, never from its files.
+// The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
+// docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { ToolExecutionError, ToolInputError } from "./Tool.js"
 
 export { withAliases } from "./ArgumentAliases.js"

@@ -1,27 +1,24 @@
 import { Effect, Either, Schema } from "effect"
-import { Instance, type InstanceInfo, Prompts } from "../runtime/index.js"
-import {
-  applyHunkSteps,
-  FileDiff,
-  FileDisk,
-  FileLock,
-  FileTimes,
-  guard,
-  LineEndings,
-  parse,
-  PatchWrite,
-  pathPatterns,
-  relativeToWorktree,
-  resolvePath,
-  TextEncoding,
-  Tool
-} from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
+import * as FileDiff from "../tool/FileDiff.js"
+import * as FileDisk from "../tool/FileDisk.js"
+import * as FileLock from "../tool/FileLock.js"
+import * as FileTimes from "../tool/FileTimes.js"
+import * as LineEndings from "../tool/LineEndings.js"
+import * as PatchWrite from "../tool/PatchWrite.js"
+import * as TextEncoding from "../tool/TextEncoding.js"
+import * as Tool from "../tool/Tool.js"
+import { applyHunkSteps } from "../tool/PatchHunks.js"
+import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
+import { parse } from "../tool/PatchParse.js"
+import { pathPatterns } from "../tool/PathRules.js"
 import { load, type TextFile, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "apply_patch"
 
-export { type Operation, parse } from "../tool/index.js"
-export { applyHunks, type Hunk } from "../tool/index.js"
+export { type Operation, parse } from "../tool/PatchParse.js"
+export { applyHunks, type Hunk } from "../tool/PatchHunks.js"
 
 // ---------------------------------------------------------------------------------------------
 // The tool

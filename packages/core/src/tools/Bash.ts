@@ -3,17 +3,14 @@ import { Deferred, Effect, Exit, Fiber, Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Instance, type InstanceInfo, Prompts } from "../runtime/index.js"
-import {
-  describeNetwork,
-  type Launch,
-  notice,
-  resolveSettings,
-  Sandbox,
-  type SandboxSettings,
-  SandboxUnavailable
-} from "../sandbox/index.js"
-import { expandPath, externalDirectories, parseCommand, Tool, Truncation } from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
+import { describeNetwork, resolveSettings, type SandboxSettings } from "../sandbox/Settings.js"
+import { type Launch, Sandbox, SandboxUnavailable } from "../sandbox/Sandbox.js"
+import { notice } from "../sandbox/Report.js"
+import * as Tool from "../tool/Tool.js"
+import { expandPath, externalDirectories, parseCommand } from "../tool/BashParse.js"
+import { Truncation } from "../tool/Truncation.js"
 
 const TOOL = "bash"
 

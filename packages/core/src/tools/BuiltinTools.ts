@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
-import { type AnyTool, ToolRegistry } from "../tool/index.js"
+import { type AnyTool } from "../tool/Tool.js"
+import { ToolRegistry } from "../tool/ToolRegistry.js"
 import * as ApplyPatch from "./ApplyPatch.js"
 import * as Bash from "./Bash.js"
 import * as CustomTools from "./CustomTools.js"

@@ -1,20 +1,17 @@
 import { Effect, Either, Schema } from "effect"
-import { Instance, Prompts } from "../runtime/index.js"
-import {
-  EditMatch,
-  FileDiff,
-  FileDisk,
-  FileLock,
-  FileTimes,
-  guard,
-  LineEndings,
-  pathPatterns,
-  relativeToWorktree,
-  resolvePath,
-  TextEncoding,
-  Tool,
-  withAliases
-} from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance } from "../runtime/Instance.js"
+import * as EditMatch from "../tool/EditMatch.js"
+import * as FileDiff from "../tool/FileDiff.js"
+import * as FileDisk from "../tool/FileDisk.js"
+import * as FileLock from "../tool/FileLock.js"
+import * as FileTimes from "../tool/FileTimes.js"
+import * as LineEndings from "../tool/LineEndings.js"
+import * as TextEncoding from "../tool/TextEncoding.js"
+import * as Tool from "../tool/Tool.js"
+import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
+import { pathPatterns } from "../tool/PathRules.js"
+import { withAliases } from "../tool/ArgumentAliases.js"
 import { ensureFresh, load, replacementShape, store, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "edit"

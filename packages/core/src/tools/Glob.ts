@@ -1,7 +1,11 @@
 import { Effect, Schema } from "effect"
 import * as path from "node:path"
-import { Instance, Prompts } from "../runtime/index.js"
-import { FileSearch, guard, leftOutNote, readDenied, relativeToWorktree, resolvePath, Tool } from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance } from "../runtime/Instance.js"
+import * as FileSearch from "../tool/FileSearch.js"
+import * as Tool from "../tool/Tool.js"
+import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
+import { leftOutNote, readDenied } from "../tool/PathRules.js"
 
 const TOOL = "glob"
 

@@ -1,7 +1,11 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
-import { Instance, Prompts } from "../runtime/index.js"
-import { FileSearch, guard, leftOutNote, readDenied, resolvePath, Tool } from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance } from "../runtime/Instance.js"
+import * as FileSearch from "../tool/FileSearch.js"
+import * as Tool from "../tool/Tool.js"
+import { guard, resolvePath } from "../tool/ExternalDirectory.js"
+import { leftOutNote, readDenied } from "../tool/PathRules.js"
 import { optionalPath } from "./Glob.js"
 
 const TOOL = "grep"

@@ -1,9 +1,9 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { Prompts } from "../runtime/index.js"
-import { fileUrl, parseSkill, type Skill, SkillRegistry } from "../context/index.js"
-import { Tool } from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { fileUrl, parseSkill, type Skill, SkillRegistry } from "../context/SkillRegistry.js"
+import * as Tool from "../tool/Tool.js"
 
 /** Files listed in the output, after sorting. */
 const MAX_LISTED = 10

@@ -1,8 +1,8 @@
 import type { Todo } from "@agent/domain"
 import { Effect, Schema } from "effect"
-import { Prompts } from "../runtime/index.js"
-import { SessionStore } from "../store/index.js"
-import { Tool } from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { SessionStore } from "../store/SessionStore.js"
+import * as Tool from "../tool/Tool.js"
 
 const TodoItem = Schema.Struct({
   content: Schema.String.annotations({ description: "What needs doing, in a short imperative sentence" }),

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
-import { Prompts } from "../runtime/index.js"
-import { Tool } from "../tool/index.js"
+import * as Prompts from "../runtime/Prompts.js"
+import * as Tool from "../tool/Tool.js"
 
 const TOOL = "webfetch"
 

@@ -1,19 +1,16 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
-import {
-  FileDiff,
-  FileDisk,
-  FileLock,
-  FileTimes,
-  guard,
-  pathPatterns,
-  relativeToWorktree,
-  resolvePath,
-  TextEncoding,
-  Tool,
-  withAliases
-} from "../tool/index.js"
-import { Instance, Prompts } from "../runtime/index.js"
+import * as FileDiff from "../tool/FileDiff.js"
+import * as FileDisk from "../tool/FileDisk.js"
+import * as FileLock from "../tool/FileLock.js"
+import * as FileTimes from "../tool/FileTimes.js"
+import * as TextEncoding from "../tool/TextEncoding.js"
+import * as Tool from "../tool/Tool.js"
+import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
+import { pathPatterns } from "../tool/PathRules.js"
+import { withAliases } from "../tool/ArgumentAliases.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance } from "../runtime/Instance.js"
 
 const TOOL = "write"
 

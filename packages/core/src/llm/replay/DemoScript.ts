@@ -8,7 +8,7 @@
  */
 import type { LanguageModelV3Prompt } from "@ai-sdk/provider"
 import * as path from "node:path"
-import { Prompts } from "../../runtime/index.js"
+import * as Prompts from "../../runtime/Prompts.js"
 
 export interface DemoCall {
   readonly name: string

@@ -6,8 +6,8 @@
 import { type ModelRef, parseModelRef } from "@agent/domain"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Effect, Layer } from "effect"
-import { ConfigService } from "../../config/index.js"
-import { Instance } from "../../runtime/index.js"
+import { ConfigService } from "../../config/ConfigService.js"
+import { Instance } from "../../runtime/Instance.js"
 import { modelInfoOf, ProviderRegistry } from "../ProviderRegistry.js"
 import { openRecording, type Player } from "./Cassette.js"
 
