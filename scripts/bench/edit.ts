@@ -17,13 +17,13 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Instance, makeInstanceInfo } from "../../packages/core/src/Instance.js"
-import type * as Tool from "../../packages/core/src/Tool.js"
+import { Instance, makeInstanceInfo } from "../../packages/core/src/runtime/Instance.js"
+import type * as Tool from "../../packages/core/src/tool/Tool.js"
 import * as ApplyPatch from "../../packages/core/src/tools/ApplyPatch.js"
 import * as Edit from "../../packages/core/src/tools/Edit.js"
-import * as EditMatch from "../../packages/core/src/tools/EditMatch.js"
-import * as FileDiff from "../../packages/core/src/tools/FileDiff.js"
-import * as LineDiff from "../../packages/core/src/tools/LineDiff.js"
+import * as EditMatch from "../../packages/core/src/tool/EditMatch.js"
+import * as FileDiff from "../../packages/core/src/tool/FileDiff.js"
+import * as LineDiff from "../../packages/core/src/tool/LineDiff.js"
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5)
 const LINES = Number(process.env.BENCH_LINES ?? 34_000)

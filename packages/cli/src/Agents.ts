@@ -1,5 +1,5 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { AgentRegistry } from "@agent/core/AgentRegistry"
+import { AgentRegistry } from "@agent/core/agent/AgentRegistry"
 import type { Agent } from "@agent/domain"
 import { Console, Effect, Option } from "effect"
 import { describeSource } from "./Explain.js"

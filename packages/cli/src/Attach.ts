@@ -1,7 +1,7 @@
 // `agent run --attach <url>`: the run happens on a running `agent serve`, driven over its HTTP
 // API and followed on its event stream (loaded only when it runs; see RunCommand.ts). It loads
 // the typed client and the domain schemas, not the runtime.
-import { ascending } from "@agent/core/Identifier"
+import { ascending } from "@agent/core/runtime/Identifier"
 import {
   AgentNotFound,
   BusEvent,

@@ -1,6 +1,6 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { shownConfig } from "@agent/core/ConfigRedaction"
-import { ConfigService, type ConfigInfo } from "@agent/core/ConfigService"
+import { shownConfig } from "@agent/core/config/ConfigRedaction"
+import { ConfigService, type ConfigInfo } from "@agent/core/config/ConfigService"
 import { Console, Effect, Option } from "effect"
 import * as Layers from "./Layers.js"
 

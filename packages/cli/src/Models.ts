@@ -1,7 +1,7 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { ConfigService } from "@agent/core/ConfigService"
-import { Instance } from "@agent/core/Instance"
-import { providerCatalog } from "@agent/core/ProviderRegistry"
+import { ConfigService } from "@agent/core/config/ConfigService"
+import { Instance } from "@agent/core/runtime/Instance"
+import { providerCatalog } from "@agent/core/llm/ProviderRegistry"
 import { Console, Effect } from "effect"
 import { table } from "./Format.js"
 import * as Layers from "./Layers.js"

@@ -1,9 +1,9 @@
 // `agent run --record FILE` / `--replay FILE|demo`: which model provider node the run gets, and
 // for the demo, the scratch copy of the project it works in (docs/replay.md).
 import { Cassette, DemoModel, ReplayProviders } from "@agent/core"
-import { ConfigService } from "@agent/core/ConfigService"
-import { Instance } from "@agent/core/Instance"
-import { ProviderRegistry } from "@agent/core/ProviderRegistry"
+import { ConfigService } from "@agent/core/config/ConfigService"
+import { Instance } from "@agent/core/runtime/Instance"
+import { ProviderRegistry } from "@agent/core/llm/ProviderRegistry"
 import { DEFAULT_IGNORES } from "@agent/core/tools/List"
 import { Console, Effect, Layer } from "effect"
 import * as fs from "node:fs"

@@ -1,6 +1,6 @@
 // `agent run` from the flags to the exit code, against a runtime in this process (Run.ts) or a
 // running `agent serve` (Attach.ts): both print the same output and earn the same exit codes.
-import { attachmentMime, MAX_ATTACHMENT_BYTES } from "@agent/core/Attachment"
+import { attachmentMime, MAX_ATTACHMENT_BYTES } from "@agent/core/tool/Attachment"
 import {
   type AgentNotFound,
   type BusEvent,

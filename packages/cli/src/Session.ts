@@ -1,6 +1,6 @@
 // Module by module, so the bundle's chunk for this command holds only what it uses.
-import { type FileChange, SessionChanges } from "@agent/core/SessionChanges"
-import { SessionStore } from "@agent/core/SessionStore"
+import { type FileChange, SessionChanges } from "@agent/core/snapshot/SessionChanges"
+import { SessionStore } from "@agent/core/store/SessionStore"
 import {
   type MessageWithParts,
   type Part,

@@ -30,7 +30,7 @@ describe("the bundled CLI", () => {
 
   it("inspecting sessions does not load the model or MCP libraries", () => {
     const inputs = loadedWith("Session")
-    expect(inputs.some((file) => file.includes("packages/core/dist/SessionStore.js"))).toBe(true)
+    expect(inputs.some((file) => file.includes("packages/core/dist/store/SessionStore.js"))).toBe(true)
     expect(inputs.filter((file) => /@ai-sdk|node_modules\/ai\/|@modelcontextprotocol/.test(file))).toEqual([])
   })
 

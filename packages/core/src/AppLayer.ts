@@ -1,31 +1,32 @@
 import type { ConfigError } from "@agent/domain"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Layer } from "effect"
-import { AgentGenerator } from "./AgentGenerator.js"
-import { AgentRegistry } from "./AgentRegistry.js"
-import { ApprovalStore } from "./ApprovalStore.js"
-import { Bus } from "./Bus.js"
-import { CommandRegistry } from "./CommandRegistry.js"
-import { Compaction } from "./Compaction.js"
-import { ConfigService } from "./ConfigService.js"
-import * as Database from "./Database.js"
-import { Instance } from "./Instance.js"
-import { PermissionPolicy } from "./PermissionPolicy.js"
-import { InstructionLoader } from "./Instructions.js"
-import { LLMService } from "./LLMService.js"
-import { Mcp } from "./Mcp.js"
-import { PermissionService } from "./PermissionService.js"
-import { ProviderRegistry } from "./ProviderRegistry.js"
-import { Sandbox } from "./Sandbox.js"
-import { SessionLoop } from "./SessionLoop.js"
-import { QuestionService } from "./QuestionService.js"
-import { SessionChanges } from "./SessionChanges.js"
-import { SessionStore } from "./SessionStore.js"
-import { SkillRegistry } from "./Skills.js"
-import { Snapshot } from "./Snapshot.js"
-import type { AnyTool } from "./Tool.js"
-import { ToolRegistry } from "./ToolRegistry.js"
-import { Truncation } from "./Truncate.js"
+import { AgentGenerator } from "./agent/AgentGenerator.js"
+import { AgentRegistry } from "./agent/AgentRegistry.js"
+import { ApprovalStore } from "./permission/ApprovalStore.js"
+import { PermissionPolicy } from "./permission/PermissionPolicy.js"
+import { PermissionService } from "./permission/PermissionService.js"
+import { Bus } from "./runtime/Bus.js"
+import { Instance } from "./runtime/Instance.js"
+import { CommandRegistry } from "./session/CommandRegistry.js"
+import { SessionLoop } from "./session/SessionLoop.js"
+import { Compaction } from "./context/Compaction.js"
+import { InstructionLoader } from "./context/InstructionLoader.js"
+import { SkillRegistry } from "./context/SkillRegistry.js"
+import { ConfigService } from "./config/ConfigService.js"
+import * as Database from "./store/Database.js"
+import { SessionStore } from "./store/SessionStore.js"
+import { LLMService } from "./llm/LLMService.js"
+import { ProviderRegistry } from "./llm/ProviderRegistry.js"
+import { Mcp } from "./mcp/Mcp.js"
+import { Sandbox } from "./sandbox/Sandbox.js"
+import { QuestionService } from "./question/QuestionService.js"
+import { SessionChanges } from "./snapshot/SessionChanges.js"
+import { Snapshot } from "./snapshot/Snapshot.js"
+import { type AnyTool } from "./tool/Tool.js"
+import { ToolRegistry } from "./tool/ToolRegistry.js"
+import { Truncation } from "./tool/Truncation.js"
+import * as BuiltinTools from "./tools/BuiltinTools.js"
 
 export interface AppLayerOptions<PolicyError = never> {
   /** Which directory, home and env the runtime sees (default: the process's). */
@@ -100,7 +101,7 @@ export const makeAppLayer = <PolicyError = never>(
     Mcp.layer,
     options.snapshot ?? Snapshot.layer
   ).pipe(Layer.provideMerge(sandboxed))
-  const withTools = ToolRegistry.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
+  const withTools = BuiltinTools.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
   const changes = SessionChanges.layer.pipe(Layer.provideMerge(permissions))

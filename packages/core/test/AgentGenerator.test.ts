@@ -3,10 +3,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { AgentGenerator } from "../src/AgentGenerator.js"
-import { makeAgentRegistry } from "../src/AgentRegistry.js"
-import { loadConfig } from "../src/ConfigService.js"
-import * as Permission from "../src/Permission.js"
+import { AgentGenerator } from "../src/agent/AgentGenerator.js"
+import { makeAgentRegistry } from "../src/agent/AgentRegistry.js"
+import { loadConfig } from "../src/config/ConfigService.js"
+import * as Permission from "../src/permission/Permission.js"
 
 const { text, toolCall } = ScriptedModel
 

@@ -3,12 +3,12 @@ import { ScriptedModel, TestInstance, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as path from "node:path"
-import { AgentRegistry, toolOutputGlob } from "../src/AgentRegistry.js"
-import { ConfigService } from "../src/ConfigService.js"
-import { Instance } from "../src/Instance.js"
-import * as Permission from "../src/Permission.js"
-import { SessionLoop } from "../src/SessionLoop.js"
-import { SessionStore } from "../src/SessionStore.js"
+import { AgentRegistry, toolOutputGlob } from "../src/agent/AgentRegistry.js"
+import { ConfigService } from "../src/config/ConfigService.js"
+import { Instance } from "../src/runtime/Instance.js"
+import * as Permission from "../src/permission/Permission.js"
+import { SessionLoop } from "../src/session/SessionLoop.js"
+import { SessionStore } from "../src/store/SessionStore.js"
 
 /** An AgentRegistry over a sandbox holding `files`, built from the real config loader. */
 const registryWith = (files: TestInstance.TestInstanceOptions["files"] = {}) =>

@@ -2,9 +2,9 @@ import { TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import { attachmentAccess } from "../src/Attachment.js"
-import { defaultRules } from "../src/AgentRegistry.js"
-import * as Permission from "../src/Permission.js"
+import { attachmentAccess } from "../src/tool/Attachment.js"
+import { defaultRules } from "../src/agent/AgentRegistry.js"
+import * as Permission from "../src/permission/Permission.js"
 
 describe("attachmentAccess", () => {
   it.scoped("the read tool's checks on the given and the real path; only allow passes", () =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as BashArity from "../src/BashArity.js"
+import * as BashArity from "../src/tool/BashArity.js"
 
 const prefix = (command: string) => BashArity.prefix(command.split(" ")).join(" ")
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Stream } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import { Bus } from "../src/Bus.js"
+import { Bus } from "../src/runtime/Bus.js"
 
 /** Live heap after a full collection (dropped events are garbage, not growth). */
 const heapAfterGc = (): number => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { maskSecret, redactSecrets } from "../src/ConfigRedaction.js"
+import { maskSecret, redactSecrets } from "../src/config/ConfigRedaction.js"
 
 describe("maskSecret", () => {
   it.each([

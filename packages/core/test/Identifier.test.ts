@@ -1,7 +1,7 @@
 import { MessageID, SessionID } from "@agent/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
-import * as Identifier from "../src/Identifier.js"
+import * as Identifier from "../src/runtime/Identifier.js"
 
 describe("Identifier", () => {
   it("ascending ids sort in creation order, even within one millisecond", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as InstructionLimits from "../src/InstructionLimits.js"
+import * as InstructionLimits from "../src/context/InstructionLimits.js"
 
 const entry = (source: string, text: string, size = Buffer.byteLength(text)) => ({ source, text, size })
 

@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as zlib from "node:zlib"
-import { modelFetch } from "../src/ModelTransport.js"
+import { modelFetch } from "../src/llm/ModelTransport.js"
 
 /** A real HTTP server on a loopback port for one test, with the connections it accepted. */
 const serve = (handler: http.RequestListener) =>

@@ -1,6 +1,6 @@
 import type { PermissionRuleset } from "@agent/domain"
 import { describe, expect, it } from "@effect/vitest"
-import * as Permission from "../src/Permission.js"
+import * as Permission from "../src/permission/Permission.js"
 
 const home = "/home/tester"
 const rule = (permission: string, pattern: string, action: "allow" | "deny" | "ask") => ({ permission, pattern, action })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { callOptions, hasVariant, mergeOptions, providerOptions, variantOptions } from "../src/ProviderOptions.js"
+import { callOptions, hasVariant, mergeOptions, providerOptions, variantOptions } from "../src/llm/ProviderOptions.js"
 
 const info = { providerID: "local", modelID: "qwen", name: "qwen", limit: { context: 1000, output: 100 } }
 const variants = { high: { reasoningEffort: "high" }, off: { disabled: true, reasoningEffort: "minimal" }, on: { disabled: false, x: 1 } }

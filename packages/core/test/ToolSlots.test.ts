@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
-import * as ToolSlots from "../src/ToolSlots.js"
+import * as ToolSlots from "../src/tool/ToolSlots.js"
 
 describe("ToolSlots", () => {
   it.effect("runs at most `size` at once; the waiting ones start in the order they asked", () =>

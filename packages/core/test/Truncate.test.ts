@@ -5,8 +5,8 @@ import fc from "fast-check"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ConfigService } from "../src/ConfigService.js"
-import { Instance, makeInstanceInfo } from "../src/Instance.js"
+import { ConfigService } from "../src/config/ConfigService.js"
+import { Instance, makeInstanceInfo } from "../src/runtime/Instance.js"
 import {
   countLines,
   cut,
@@ -15,7 +15,7 @@ import {
   type TruncateLimits,
   utf8Head,
   utf8Tail
-} from "../src/Truncate.js"
+} from "../src/tool/Truncation.js"
 
 const DAY = 24 * 60 * 60 * 1000
 

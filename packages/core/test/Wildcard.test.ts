@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Wildcard from "../src/Wildcard.js"
+import * as Wildcard from "../src/runtime/Wildcard.js"
 
 describe("Wildcard.match", () => {
   it("star crosses slashes", () => {

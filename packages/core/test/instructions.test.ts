@@ -4,9 +4,9 @@ import { Context, Effect, Layer, Logger } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { ConfigService } from "../src/ConfigService.js"
-import { Instance } from "../src/Instance.js"
-import { InstructionLoader } from "../src/Instructions.js"
+import { ConfigService } from "../src/config/ConfigService.js"
+import { Instance } from "../src/runtime/Instance.js"
+import { InstructionLoader } from "../src/context/InstructionLoader.js"
 
 /** Builds a loader over a fresh sandbox; `logs` collects everything it logs. */
 const loaderFor = (options: TestInstance.TestInstanceOptions, setup?: (box: TestInstance.Sandbox) => void) =>

@@ -1,7 +1,7 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { type ChildProcess, spawn } from "node:child_process"
-import * as McpSdkLoader from "../McpSdkLoader.js"
+import * as McpSdkLoader from "./McpSdkLoader.js"
 import { answerId, megabytes, StdioLines } from "./StdioLines.js"
 
 /** How to start a stdio server. */

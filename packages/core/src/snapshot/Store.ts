@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { isAlive } from "../Pid.js"
+import { isAlive } from "../runtime/Pid.js"
 import { type StoreDiskShape, writeAtomic, writeIfChanged } from "./StoreFile.js"
 
 /**

@@ -1,11 +1,11 @@
 import { Effect, Schema } from "effect"
 import * as path from "node:path"
-import { Instance } from "../Instance.js"
-import * as Prompts from "../Prompts.js"
-import * as Tool from "../Tool.js"
-import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
-import * as FileSearch from "./FileSearch.js"
-import { leftOutNote, readDenied } from "./PathRules.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance } from "../runtime/Instance.js"
+import * as FileSearch from "../tool/FileSearch.js"
+import * as Tool from "../tool/Tool.js"
+import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
+import { leftOutNote, readDenied } from "../tool/PathRules.js"
 
 const TOOL = "glob"
 

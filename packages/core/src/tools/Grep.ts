@@ -1,12 +1,12 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
-import { Instance } from "../Instance.js"
-import * as Prompts from "../Prompts.js"
-import * as Tool from "../Tool.js"
-import { guard, resolvePath } from "./ExternalDirectory.js"
-import * as FileSearch from "./FileSearch.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance } from "../runtime/Instance.js"
+import * as FileSearch from "../tool/FileSearch.js"
+import * as Tool from "../tool/Tool.js"
+import { guard, resolvePath } from "../tool/ExternalDirectory.js"
+import { leftOutNote, readDenied } from "../tool/PathRules.js"
 import { optionalPath } from "./Glob.js"
-import { leftOutNote, readDenied } from "./PathRules.js"
 
 const TOOL = "grep"
 

@@ -1,8 +1,8 @@
 import { RejectedError } from "@agent/domain"
 import { Effect, Schema } from "effect"
-import * as Prompts from "../Prompts.js"
-import { DISMISSED_MESSAGE, QuestionService } from "../QuestionService.js"
-import * as Tool from "../Tool.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { DISMISSED_MESSAGE, QuestionService } from "../question/QuestionService.js"
+import * as Tool from "../tool/Tool.js"
 
 const TOOL = "question"
 

@@ -2,19 +2,19 @@ import { Effect, Schema } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { MAX_ATTACHMENT_BYTES } from "../Attachment.js"
+import * as FileKind from "../tool/FileKind.js"
+import * as FileTimes from "../tool/FileTimes.js"
+import * as TextEncoding from "../tool/TextEncoding.js"
+import * as Tool from "../tool/Tool.js"
+import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
+import { leftOutNote, pathPatterns, readDenied } from "../tool/PathRules.js"
+import { levenshtein } from "../tool/EditMatch.js"
+import { MAX_ATTACHMENT_BYTES } from "../tool/Attachment.js"
+import { withAliases } from "../tool/ArgumentAliases.js"
 import { StringDecoder } from "node:string_decoder"
-import { withAliases } from "./ArgumentAliases.js"
-import { Instance } from "../Instance.js"
-import { InstructionLoader } from "../Instructions.js"
-import * as Prompts from "../Prompts.js"
-import * as Tool from "../Tool.js"
-import { levenshtein } from "./EditMatch.js"
-import { guard, relativeToWorktree, resolvePath } from "./ExternalDirectory.js"
-import * as FileKind from "./FileKind.js"
-import * as FileTimes from "./FileTimes.js"
-import { leftOutNote, pathPatterns, readDenied } from "./PathRules.js"
-import * as TextEncoding from "./TextEncoding.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { Instance } from "../runtime/Instance.js"
+import { InstructionLoader } from "../context/InstructionLoader.js"
 
 const TOOL = "read"
 
@@ -65,7 +65,7 @@ const statOf = (file: string) =>
 // ---------------------------------------------------------------------------------------------
 // Binary detection
 
-export { looksBinary } from "./FileKind.js"
+export { looksBinary } from "../tool/FileKind.js"
 
 /** "512 bytes", "3.4 KB", "2.1 MB". */
 const sizeText = (bytes: number): string =>

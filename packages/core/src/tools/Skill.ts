@@ -1,10 +1,9 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import * as Prompts from "../Prompts.js"
-import { fileUrl, parseSkill, SkillRegistry } from "../Skills.js"
-import type { Skill } from "../Skills.js"
-import * as Tool from "../Tool.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { fileUrl, parseSkill, type Skill, SkillRegistry } from "../context/SkillRegistry.js"
+import * as Tool from "../tool/Tool.js"
 
 /** Files listed in the output, after sorting. */
 const MAX_LISTED = 10

@@ -1,8 +1,8 @@
 import type { Todo } from "@agent/domain"
 import { Effect, Schema } from "effect"
-import * as Prompts from "../Prompts.js"
-import { SessionStore } from "../SessionStore.js"
-import * as Tool from "../Tool.js"
+import * as Prompts from "../runtime/Prompts.js"
+import { SessionStore } from "../store/SessionStore.js"
+import * as Tool from "../tool/Tool.js"
 
 const TodoItem = Schema.Struct({
   content: Schema.String.annotations({ description: "What needs doing, in a short imperative sentence" }),

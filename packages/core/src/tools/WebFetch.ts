@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
-import * as Prompts from "../Prompts.js"
-import * as Tool from "../Tool.js"
+import * as Prompts from "../runtime/Prompts.js"
+import * as Tool from "../tool/Tool.js"
 
 const TOOL = "webfetch"
 

@@ -5,11 +5,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Bus } from "../../src/Bus.js"
-import { CommandRegistry } from "../../src/CommandRegistry.js"
-import * as CommandTemplate from "../../src/CommandTemplate.js"
-import { loadConfig } from "../../src/ConfigService.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { Bus } from "../../src/runtime/Bus.js"
+import { CommandRegistry } from "../../src/session/CommandRegistry.js"
+import * as CommandTemplate from "../../src/session/CommandTemplate.js"
+import { loadConfig } from "../../src/config/ConfigService.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 
 const { toolCall } = ScriptedModel
 

@@ -1,9 +1,9 @@
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { CommandRegistry } from "../../src/CommandRegistry.js"
-import { Mcp } from "../../src/Mcp.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { CommandRegistry } from "../../src/session/CommandRegistry.js"
+import { Mcp } from "../../src/mcp/Mcp.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { everythingBin } from "../mcp/helpers.js"
 
 describe("MCP prompts as commands", () => {

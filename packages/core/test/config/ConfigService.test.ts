@@ -5,8 +5,8 @@ import type { Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ConfigService, loadConfig } from "../../src/ConfigService.js"
-import { Instance } from "../../src/Instance.js"
+import { ConfigService, loadConfig } from "../../src/config/ConfigService.js"
+import { Instance } from "../../src/runtime/Instance.js"
 import { lineOf, sandbox } from "./helpers.js"
 
 const live = <A, E>(body: Effect.Effect<A, E, Scope.Scope>) => Effect.scoped(body)

@@ -2,8 +2,8 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { makeInstanceInfo } from "../../src/Instance.js"
-import type { InstanceInfo } from "../../src/Instance.js"
+import { makeInstanceInfo } from "../../src/runtime/Instance.js"
+import type { InstanceInfo } from "../../src/runtime/Instance.js"
 
 /** A fake machine in a temp dir: a home with XDG dirs, a managed dir and a git project. */
 export interface Sandbox {

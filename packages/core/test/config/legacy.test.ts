@@ -4,9 +4,9 @@ import { Effect } from "effect"
 import type { Scope } from "effect"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { makeAgentRegistry } from "../../src/AgentRegistry.js"
-import { loadConfig } from "../../src/ConfigService.js"
-import * as Permission from "../../src/Permission.js"
+import { makeAgentRegistry } from "../../src/agent/AgentRegistry.js"
+import { loadConfig } from "../../src/config/ConfigService.js"
+import * as Permission from "../../src/permission/Permission.js"
 import { lineOf, sandbox } from "./helpers.js"
 
 const live = <A, E>(body: Effect.Effect<A, E, Scope.Scope>) => Effect.scoped(body)

@@ -2,9 +2,9 @@ import type { BusEvent, SessionID, ToolPart } from "@agent/domain"
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Stream } from "effect"
-import { Bus } from "../../src/Bus.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { Bus } from "../../src/runtime/Bus.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo, flood, guarded } from "./tools.js"
 
 const { text, toolCall } = ScriptedModel

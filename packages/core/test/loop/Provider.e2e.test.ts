@@ -2,11 +2,11 @@ import { CassetteLayer, MockOpenAIServer, ScriptedModel, TestInstance } from "@a
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { makeAppLayer } from "../../src/AppLayer.js"
-import * as Database from "../../src/Database.js"
-import { Instance } from "../../src/Instance.js"
-import { ModelNotConfigured, ProviderRegistry } from "../../src/ProviderRegistry.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import * as Database from "../../src/store/Database.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import { ModelNotConfigured, ProviderRegistry } from "../../src/llm/ProviderRegistry.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo } from "./tools.js"
 
 const { text, toolCall } = ScriptedModel

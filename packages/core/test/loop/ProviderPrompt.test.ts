@@ -5,8 +5,8 @@ import type { ModelMessage } from "ai"
 import { Chunk, Effect, Stream } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { type LLMEvent, LLMService } from "../../src/LLMService.js"
-import type { ResolvedModel } from "../../src/ProviderRegistry.js"
+import { type LLMEvent, LLMService } from "../../src/llm/LLMService.js"
+import type { ResolvedModel } from "../../src/llm/ProviderRegistry.js"
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3])
 

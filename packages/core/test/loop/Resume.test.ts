@@ -4,9 +4,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { makeAppLayer } from "../../src/AppLayer.js"
-import { Instance } from "../../src/Instance.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo } from "./tools.js"
 
 describe("resume after a crash", () => {

@@ -3,9 +3,9 @@ import type { LanguageModelV3CallOptions } from "@ai-sdk/provider"
 import { type Script, ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
-import { Bus } from "../../src/Bus.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { Bus } from "../../src/runtime/Bus.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { echo, isAlive, pids, sleeper } from "./tools.js"
 
 const { finish, text, toolCall } = ScriptedModel

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { spawn } from "node:child_process"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 
 /** Tools the loop tests use: small, real, and observable from outside. */
 

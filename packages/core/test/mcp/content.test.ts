@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import * as Tool from "../../src/Tool.js"
-import { inputJsonSchema, makeTool, promptKey, sanitize, toolKey, toToolResult } from "../../src/tools/McpTools.js"
+import * as Tool from "../../src/tool/Tool.js"
+import { inputJsonSchema, makeTool, promptKey, sanitize, toolKey, toToolResult } from "../../src/mcp/McpTools.js"
 import { makeContext, runTool } from "./helpers.js"
 
 describe("MCP tool naming and schemas", () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 import { isAlive, makeContext, runTool, startEverythingHttp, startMcp, toolById } from "./helpers.js"
 
 /** A server that answers every request with 401, recording what was asked. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Tool from "../../src/Tool.js"
-import { resourceTools } from "../../src/tools/McpTools.js"
+import * as Tool from "../../src/tool/Tool.js"
+import { resourceTools } from "../../src/mcp/McpTools.js"
 import { everythingBin, makeContext, runTool, startMcp, toolById } from "./helpers.js"
 
 const everything = (extra: object = {}) =>

@@ -2,7 +2,7 @@ import type { BusEvent } from "@agent/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 import {
   eventually,
   everythingBin,

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 import { filesystemBin, makeContext, runTool, startMcp, toolById } from "./helpers.js"
 
 describe("filesystem server over stdio", () => {

@@ -7,11 +7,11 @@ import { spawn } from "node:child_process"
 import * as net from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { Bus } from "../../src/Bus.js"
-import { ConfigService } from "../../src/ConfigService.js"
-import { Instance } from "../../src/Instance.js"
-import { Mcp } from "../../src/Mcp.js"
-import * as Tool from "../../src/Tool.js"
+import { Bus } from "../../src/runtime/Bus.js"
+import { ConfigService } from "../../src/config/ConfigService.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import { Mcp } from "../../src/mcp/Mcp.js"
+import * as Tool from "../../src/tool/Tool.js"
 
 const core = fileURLToPath(new URL("../../", import.meta.url))
 

@@ -2,9 +2,9 @@ import type { SessionID, ToolPart } from "@agent/domain"
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { PermissionService } from "../../src/PermissionService.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { PermissionService } from "../../src/permission/PermissionService.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { everythingBin, startMcp } from "./helpers.js"
 
 const { toolCall } = ScriptedModel

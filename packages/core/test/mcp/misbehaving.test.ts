@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 import { eventually, fixtureCommand, makeContext, runTool, startMcp, toolById } from "./helpers.js"
 
 // Servers that write what a stdio MCP client must not take on trust. Before the transport

@@ -2,9 +2,9 @@ import type { SessionID } from "@agent/domain"
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Mcp } from "../../src/Mcp.js"
-import { type PromptPartInput, SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { Mcp } from "../../src/mcp/Mcp.js"
+import { type PromptPartInput, SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 import { everythingBin, fixtureCommand } from "./helpers.js"
 
 /** Sends one user message with `parts` through the real loop, with the everything server configured. */

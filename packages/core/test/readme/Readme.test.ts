@@ -2,8 +2,8 @@
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 
 it.scopedLive("reads a file", () =>
   Effect.gen(function*() {

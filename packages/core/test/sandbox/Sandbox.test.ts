@@ -6,20 +6,20 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
 import { spawn } from "node:child_process"
-import { Bus } from "../../src/Bus.js"
-import { CommandRegistry } from "../../src/CommandRegistry.js"
-import { ConfigService } from "../../src/ConfigService.js"
-import { Instance } from "../../src/Instance.js"
-import { Mcp } from "../../src/Mcp.js"
-import { PermissionService } from "../../src/PermissionService.js"
-import { Sandbox } from "../../src/Sandbox.js"
+import { Bus } from "../../src/runtime/Bus.js"
+import { CommandRegistry } from "../../src/session/CommandRegistry.js"
+import { ConfigService } from "../../src/config/ConfigService.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import { Mcp } from "../../src/mcp/Mcp.js"
+import { PermissionService } from "../../src/permission/PermissionService.js"
+import { Sandbox } from "../../src/sandbox/Sandbox.js"
 import { which } from "../../src/sandbox/Probe.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
-import type * as Tool from "../../src/Tool.js"
-import { ToolExecutionError } from "../../src/Tool.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
+import type * as Tool from "../../src/tool/Tool.js"
+import { ToolExecutionError } from "../../src/tool/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
-import { Truncation, toolOutputDirectory } from "../../src/Truncate.js"
+import { Truncation, toolOutputDirectory } from "../../src/tool/Truncation.js"
 import { fixture } from "../mcp/helpers.js"
 
 /**
@@ -312,7 +312,7 @@ describe.runIf(real)("sandbox: processes", () => {
       const sandbox = yield* Effect.provide(Sandbox, yield* Layer.build(layer))
       const plan = yield* sandbox.plan(undefined)
       expect(plan.active).toBe(true)
-      const request = { plan, argv: ["/bin/sh", "-c", "echo ran"], cwd: box.path("project"), env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, keeper: "wait" as const, tool: "test" }
+      const request = { plan, argv: ["/bin/sh", "-c", "echo ran"] as const, cwd: box.path("project"), env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, keeper: "wait" as const, tool: "test" }
       const first = yield* sandbox.prepare(request)
       const second = yield* sandbox.prepare(request)
       // The first ends before the second's process starts: what it made must not vanish under the second.

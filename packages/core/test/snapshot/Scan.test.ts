@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Snapshot, type StepTouch } from "../../src/Snapshot.js"
+import { Snapshot, type StepTouch } from "../../src/snapshot/Snapshot.js"
 
 /** A small deterministic random source, so a failure can be replayed. */
 const random = (seed: number) => () => {

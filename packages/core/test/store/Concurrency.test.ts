@@ -5,10 +5,10 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { Bus } from "../../src/Bus.js"
-import * as Database from "../../src/Database.js"
-import { Instance } from "../../src/Instance.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { Bus } from "../../src/runtime/Bus.js"
+import * as Database from "../../src/store/Database.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 
 // The writer runs the built package (`pnpm test` builds first), as a real second process would.
 const writer = fileURLToPath(new URL("./fixtures/writer.mjs", import.meta.url))

@@ -2,7 +2,7 @@ import { Message, Part } from "@agent/domain"
 import { describe, expect, it } from "@effect/vitest"
 // the schemas' arbitraries come from the fast-check that effect bundles: use its runner too
 import { Arbitrary, FastCheck as fc, Schema } from "effect"
-import { makeInPlaceDecoder, takesFastPath } from "../../src/InPlaceDecoder.js"
+import { makeInPlaceDecoder, takesFastPath } from "../../src/store/InPlaceDecoder.js"
 
 /** What a decoder gives for a value: the decoded value, or the message it throws. */
 const outcome = (decode: (input: unknown) => unknown, input: unknown) => {

@@ -6,11 +6,11 @@ import { SqlClient } from "@effect/sql"
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
 import { Cause, Chunk, Context, Effect, Exit, Fiber, Layer, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
-import { Bus } from "../../src/Bus.js"
-import * as Database from "../../src/Database.js"
-import { Instance } from "../../src/Instance.js"
-import initial from "../../src/migrations/0001_initial.js"
-import { SessionStore } from "../../src/SessionStore.js"
+import { Bus } from "../../src/runtime/Bus.js"
+import * as Database from "../../src/store/Database.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import initial from "../../src/store/migrations/0001_initial.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
 
 /** A store over a real SQLite file in a fresh sandbox (or the given file). */
 const storeLayer = (box: TestInstance.Sandbox, file = box.path("home/agent.db")) =>

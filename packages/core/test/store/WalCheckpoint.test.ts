@@ -5,7 +5,7 @@ import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as WalCheckpoint from "../../src/WalCheckpoint.js"
+import * as WalCheckpoint from "../../src/store/WalCheckpoint.js"
 
 const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agent-wal-")), "test.db")
 const sizeOf = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0)

@@ -2,8 +2,8 @@ import { TestInstance, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
-import { Instance } from "../../src/Instance.js"
-import * as Tool from "../../src/Tool.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import * as Tool from "../../src/tool/Tool.js"
 import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
 
 /** apply_patch as Codex defines it: each behaviour through the tool, the patch in, the files and the result out. */

@@ -4,13 +4,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Instance } from "../../src/Instance.js"
+import { Instance } from "../../src/runtime/Instance.js"
 
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
-import * as Tool from "../../src/Tool.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
+import * as Tool from "../../src/tool/Tool.js"
 import * as ApplyPatch from "../../src/tools/ApplyPatch.js"
-import { type FileDiskShape, liveDisk } from "../../src/tools/FileDisk.js"
+import { type FileDiskShape, liveDisk } from "../../src/tool/FileDisk.js"
 import { diskKind, fullDisk, onDisk, strayFiles } from "./disk.js"
 
 /** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
-import * as Permission from "../../src/Permission.js"
-import { parseCommand } from "../../src/tools/BashParse.js"
+import * as Permission from "../../src/permission/Permission.js"
+import { parseCommand } from "../../src/tool/BashParse.js"
 
 /**
  * For generated compositions of a denied command inside bash's grammar (spellings, wrappers,

@@ -9,8 +9,8 @@ import {
   isComputedName,
   parseCommand,
   pathArguments
-} from "../../src/tools/BashParse.js"
-import { commandName, runsOf } from "../../src/tools/BashWrappers.js"
+} from "../../src/tool/BashParse.js"
+import { commandName, runsOf } from "../../src/tool/BashWrappers.js"
 
 /**
  * [command, bash patterns, always patterns]. Every simple command is its own pattern (its

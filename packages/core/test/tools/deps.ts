@@ -1,7 +1,7 @@
 import { Layer } from "effect"
-import { ConfigService } from "../../src/ConfigService.js"
-import { Instance, type InstanceInfo } from "../../src/Instance.js"
-import { InstructionLoader } from "../../src/Instructions.js"
+import { ConfigService } from "../../src/config/ConfigService.js"
+import { Instance, type InstanceInfo } from "../../src/runtime/Instance.js"
+import { InstructionLoader } from "../../src/context/InstructionLoader.js"
 
 /** What the read tool needs: the instance and the instruction loader (for nested AGENTS.md). */
 export const readDeps = (instance: InstanceInfo) =>

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { FileDisk, type FileDiskShape, liveDisk } from "../../src/tools/FileDisk.js"
+import { FileDisk, type FileDiskShape, liveDisk } from "../../src/tool/FileDisk.js"
 
 export const asRoot = process.getuid?.() === 0
 

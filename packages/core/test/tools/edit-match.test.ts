@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import * as EditMatch from "../../src/tools/EditMatch.js"
+import * as EditMatch from "../../src/tool/EditMatch.js"
 
 const { strategies } = EditMatch
 

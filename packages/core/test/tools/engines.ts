@@ -1,7 +1,7 @@
 import { TestInstance } from "@agent/testing"
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
-import * as FileSearch from "../../src/tools/FileSearch.js"
+import * as FileSearch from "../../src/tool/FileSearch.js"
 import { withoutRipgrep, withRipgrep } from "./ripgrep.js"
 
 /**

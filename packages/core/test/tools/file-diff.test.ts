@@ -2,9 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { applyPatch, createTwoFilesPatch } from "diff"
 import fc from "fast-check"
 import { isUtf8 } from "node:buffer"
-import * as FileDiff from "../../src/tools/FileDiff.js"
-import * as LineDiff from "../../src/tools/LineDiff.js"
-import * as TextEncoding from "../../src/tools/TextEncoding.js"
+import * as FileDiff from "../../src/tool/FileDiff.js"
+import * as LineDiff from "../../src/tool/LineDiff.js"
+import * as TextEncoding from "../../src/tool/TextEncoding.js"
 
 /** Texts of a few lines from a small alphabet (so lines repeat), with or without a final newline. */
 const text = fc

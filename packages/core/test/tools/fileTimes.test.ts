@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as FileTimes from "../../src/tools/FileTimes.js"
+import * as FileTimes from "../../src/tool/FileTimes.js"
 
 describe("FileTimes", () => {
   it("keeps the sessions that recorded most recently, up to MAX_SESSIONS", () => {

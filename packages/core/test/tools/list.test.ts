@@ -5,11 +5,11 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 
-import { Instance } from "../../src/Instance.js"
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
-import type * as Tool from "../../src/Tool.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
+import type * as Tool from "../../src/tool/Tool.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 import * as List from "../../src/tools/List.js"
 
 const makeContext = (deny: ReadonlyArray<string> = []) => TestToolContext.make({ deny })

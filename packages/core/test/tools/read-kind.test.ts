@@ -2,7 +2,7 @@ import { TestInstance, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
-import * as Tool from "../../src/Tool.js"
+import * as Tool from "../../src/tool/Tool.js"
 import * as Read from "../../src/tools/Read.js"
 import { readDeps } from "./deps.js"
 

@@ -1,11 +1,11 @@
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { AgentRegistry } from "../../src/AgentRegistry.js"
+import { AgentRegistry } from "../../src/agent/AgentRegistry.js"
 import type { PermissionConfig } from "@agent/domain"
-import * as Permission from "../../src/Permission.js"
-import type { ModelInfo } from "../../src/ProviderRegistry.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
+import * as Permission from "../../src/permission/Permission.js"
+import type { ModelInfo } from "../../src/llm/ProviderRegistry.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 
 const model = (modelID: string, providerID = "openai"): ModelInfo => ({
   providerID,

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { findRipgrep } from "../../src/tools/FileSearch.js"
+import { findRipgrep } from "../../src/tool/FileSearch.js"
 
 /**
  * ripgrep for the tests (and the benchmark) that compare it with the built-in walker, so those

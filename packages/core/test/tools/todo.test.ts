@@ -2,11 +2,11 @@ import { DeniedError, type SessionID, type ToolPart } from "@agent/domain"
 import { ScriptedModel, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
-import { Bus } from "../../src/Bus.js"
+import { Bus } from "../../src/runtime/Bus.js"
 
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
 import * as Todo from "../../src/tools/Todo.js"
 
 const makeContext = (sessionID: SessionID, deny: ReadonlyArray<string> = []) => TestToolContext.make({ sessionID, deny })

@@ -5,10 +5,10 @@ import { Effect } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 
-import { SessionLoop } from "../../src/SessionLoop.js"
-import { SessionStore } from "../../src/SessionStore.js"
-import { ToolRegistry } from "../../src/ToolRegistry.js"
-import * as Tool from "../../src/Tool.js"
+import { SessionLoop } from "../../src/session/SessionLoop.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
+import { ToolRegistry } from "../../src/tool/ToolRegistry.js"
+import * as Tool from "../../src/tool/Tool.js"
 import * as WebFetch from "../../src/tools/WebFetch.js"
 
 const makeContext = () => TestToolContext.make()

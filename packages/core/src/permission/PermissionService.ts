@@ -1,0 +1,261 @@
+import {
+  CorrectedError,
+  DeniedError,
+  type PermissionID,
+  type PermissionReply,
+  type PermissionRequest,
+  PermissionRequestNotFound,
+  type PermissionRule,
+  type PermissionRuleset,
+  type PermissionToolRef,
+  RejectedError,
+  type SessionID
+} from "@agent/domain"
+import { Context, Deferred, Effect, Layer, Ref } from "effect"
+import { ApprovalStore } from "./ApprovalStore.js"
+import * as Identifier from "../runtime/Identifier.js"
+import * as Wildcard from "../runtime/Wildcard.js"
+import { Bus } from "../runtime/Bus.js"
+import { Instance } from "../runtime/Instance.js"
+import * as Permission from "./Permission.js"
+import { PermissionPolicy } from "./PermissionPolicy.js"
+
+export interface AskInput {
+  readonly sessionID: SessionID
+  readonly permission: string
+  /** What this call touches; every pattern is checked. */
+  readonly patterns: ReadonlyArray<string>
+  /** What "always" would allow from now on (e.g. `git status *`). */
+  readonly always: ReadonlyArray<string>
+  /**
+   * Patterns among `patterns` that the rules cannot read (a command whose name is computed
+   * when it runs), with why: they are decided by `Permission.evaluateOpaque`, and an ask for
+   * one is for a person only.
+   */
+  readonly opaque?: ReadonlyArray<{ readonly pattern: string; readonly reason: string }>
+  readonly metadata?: Record<string, unknown>
+  readonly tool?: PermissionToolRef
+  /** The agent's rules followed by the session's rules. */
+  readonly ruleset: PermissionRuleset
+  /** The call runs in the OS sandbox: rules with the pattern `sandboxed` match it (`Permission.forSandbox`). */
+  readonly sandboxed?: boolean
+  /** An ask for this call is for a person only, and why (leaving the sandbox). */
+  readonly requiresPerson?: string
+}
+
+export interface ReplyInput {
+  readonly requestID: string
+  readonly reply: PermissionReply
+  /** With `reject`: feedback for the model, which then continues instead of stopping. */
+  readonly message?: string
+}
+
+export type AskError = DeniedError | RejectedError | CorrectedError
+
+interface Pending {
+  readonly request: PermissionRequest
+  readonly deferred: Deferred.Deferred<void, RejectedError | CorrectedError>
+}
+
+/**
+ * Decides tool calls: rules first (agent, session, then the enterprise policy, which
+ * nobody can override), then the project's stored "always" approvals, then the user. A
+ * deny rule is final: an approval never turns it into an allow, nor answers an ask that
+ * the policy itself decided.
+ */
+export class PermissionService extends Context.Tag("@agent/core/PermissionService")<
+  PermissionService,
+  {
+    readonly ask: (input: AskInput) => Effect.Effect<void, AskError>
+    readonly reply: (input: ReplyInput) => Effect.Effect<void, PermissionRequestNotFound>
+    readonly list: () => Effect.Effect<ReadonlyArray<PermissionRequest>>
+    /** Approvals given with "always" for this project (persisted). */
+    readonly approvals: () => Effect.Effect<PermissionRuleset>
+  }
+>() {
+  static readonly layer: Layer.Layer<PermissionService, never, Bus | ApprovalStore | PermissionPolicy | Instance> =
+    Layer.scoped(
+      PermissionService,
+      Effect.gen(function*() {
+        const bus = yield* Bus
+        const store = yield* ApprovalStore
+        const policy = yield* PermissionPolicy
+        const instance = yield* Instance
+        const approved = yield* Ref.make<PermissionRuleset>(yield* store.load(instance.projectID))
+        const pending = new Map<string, Pending>()
+
+        const relevantRules = (permission: string, ruleset: PermissionRuleset) =>
+          Permission.merge(ruleset, policy.rules).filter((rule) => Wildcard.match(permission, rule.permission))
+
+        const audit = (
+          request: Pick<PermissionRequest, "sessionID" | "permission" | "patterns">,
+          outcome: Parameters<typeof policy.audit>[0]["outcome"],
+          extra: { rule?: PermissionRule; requestID?: string } = {}
+        ) =>
+          policy
+            .audit({
+              sessionID: request.sessionID,
+              permission: request.permission,
+              patterns: request.patterns,
+              outcome,
+              time: Date.now(),
+              ...extra
+            })
+            .pipe(Effect.catchAllCause((cause) => Effect.logError("permission audit hook failed", cause)))
+
+        const settle = (entry: Pending, reply: PermissionReply, result: Effect.Effect<void, RejectedError | CorrectedError>) =>
+          Effect.gen(function*() {
+            pending.delete(entry.request.id)
+            yield* bus.publish({
+              type: "permission.replied",
+              properties: { sessionID: entry.request.sessionID, requestID: entry.request.id, reply }
+            })
+            yield* Deferred.complete(entry.deferred, result)
+          })
+
+        const ask = Effect.fn("PermissionService.ask")(function*(asked: AskInput) {
+          const sandboxed = asked.sandboxed === true
+          const policyRules = Permission.forSandbox(policy.rules, sandboxed)
+          const input = { ...asked, ruleset: Permission.forSandbox(asked.ruleset, sandboxed) }
+          let needsAsk = false
+          let requiresPerson: string | undefined = input.requiresPerson
+          let decidingRule: PermissionRule | undefined
+          const approvals = yield* Ref.get(approved)
+          const unreadable = new Map((input.opaque ?? []).map((entry) => [entry.pattern, entry.reason]))
+          for (const pattern of input.patterns) {
+            const reason = unreadable.get(pattern)
+            const rule = reason === undefined
+              ? Permission.evaluate(input.permission, pattern, input.ruleset, policyRules)
+              : Permission.evaluateOpaque(input.permission, pattern, input.ruleset, policyRules)
+            if (rule.action === "deny") {
+              yield* audit(input, "deny", { rule })
+              return yield* new DeniedError({
+                permission: input.permission,
+                pattern,
+                rules: Permission.strip(relevantRules(input.permission, asked.ruleset)),
+                ...(reason === undefined ? {} : { unreadable: reason })
+              })
+            }
+            if (rule.action === "allow") {
+              decidingRule = rule
+              continue
+            }
+            // A stored "always" answers a question from the user's own rules, not one the policy insists on.
+            if (policyRules.includes(rule)) {
+              needsAsk = true
+              requiresPerson ??= "the enterprise policy asks a person to approve it"
+              continue
+            }
+            const approval = reason === undefined
+              ? Permission.evaluate(input.permission, pattern, approvals)
+              : Permission.evaluateOpaque(input.permission, pattern, approvals)
+            if (approval.action === "allow") decidingRule = approval
+            else {
+              needsAsk = true
+              if (reason !== undefined) requiresPerson ??= `the rules cannot check it: ${reason}`
+            }
+          }
+          if (!needsAsk) {
+            yield* audit(input, "allow", decidingRule ? { rule: decidingRule } : {})
+            return
+          }
+
+          const request: PermissionRequest = {
+            id: Identifier.ascending("permission") as PermissionID,
+            sessionID: input.sessionID,
+            permission: input.permission,
+            patterns: [...input.patterns],
+            always: [...input.always],
+            metadata: input.metadata ?? {},
+            ...(input.tool ? { tool: input.tool } : {}),
+            ...(requiresPerson === undefined ? {} : { requiresPerson }),
+            time: { created: Date.now() }
+          }
+          const deferred = yield* Deferred.make<void, RejectedError | CorrectedError>()
+          const entry: Pending = { request, deferred }
+          pending.set(request.id, entry)
+          yield* audit(request, "ask", { requestID: request.id })
+          yield* bus.publish({ type: "permission.asked", properties: request })
+          yield* Deferred.await(deferred).pipe(
+            // The caller was aborted: withdraw the request so no client keeps showing it.
+            Effect.onInterrupt(() =>
+              pending.has(request.id) ? settle(entry, "reject", Effect.void) : Effect.void
+            )
+          )
+        })
+
+        const reply = Effect.fn("PermissionService.reply")(function*(input: ReplyInput) {
+          const entry = pending.get(input.requestID)
+          if (!entry) return yield* new PermissionRequestNotFound({ requestID: input.requestID })
+          const { request } = entry
+
+          if (input.reply === "reject") {
+            const feedback = input.message?.trim()
+            yield* audit(request, feedback ? "corrected" : "reject", { requestID: request.id })
+            yield* settle(
+              entry,
+              "reject",
+              feedback
+                ? Effect.fail(new CorrectedError({ requestID: request.id, feedback }))
+                : Effect.fail(new RejectedError({ requestID: request.id, permission: request.permission }))
+            )
+            // Rejecting one call stops the turn, so the session's other questions are moot.
+            for (const other of [...pending.values()]) {
+              if (other.request.sessionID !== request.sessionID) continue
+              yield* audit(other.request, "reject", { requestID: other.request.id })
+              yield* settle(
+                other,
+                "reject",
+                Effect.fail(new RejectedError({ requestID: other.request.id, permission: other.request.permission }))
+              )
+            }
+            return
+          }
+
+          if (input.reply === "always" && request.always.length > 0) {
+            const added: PermissionRuleset = request.always.map((pattern) => ({
+              permission: request.permission,
+              pattern,
+              action: "allow",
+              source: { layer: "approval", note: `always allowed in session ${request.sessionID}` }
+            }))
+            const approvals = yield* Ref.updateAndGet(approved, (rules) => [...rules, ...added])
+            yield* store.add(instance.projectID, added)
+            yield* audit(request, "always", { requestID: request.id })
+            yield* settle(entry, "always", Effect.void)
+            for (const other of [...pending.values()]) {
+              if (other.request.sessionID !== request.sessionID || other.request.requiresPerson !== undefined) continue
+              const covered = other.request.patterns.every(
+                (pattern) => Permission.evaluate(other.request.permission, pattern, approvals).action === "allow"
+              )
+              if (!covered) continue
+              yield* audit(other.request, "always", { requestID: other.request.id })
+              yield* settle(other, "always", Effect.void)
+            }
+            return
+          }
+
+          yield* audit(request, input.reply, { requestID: request.id })
+          yield* settle(entry, input.reply, Effect.void)
+        })
+
+        // Shutting down: nobody is left to answer.
+        yield* Effect.addFinalizer(() =>
+          Effect.forEach([...pending.values()], (entry) =>
+            settle(entry, "reject", Effect.fail(new RejectedError({ requestID: entry.request.id })))
+          )
+        )
+
+        return {
+          ask,
+          reply,
+          list: Effect.fn("PermissionService.list")(function*() {
+            return [...pending.values()].map((entry) => entry.request)
+          }),
+          approvals: Effect.fn("PermissionService.approvals")(function*() {
+            return yield* Ref.get(approved)
+          })
+        }
+      })
+    )
+}

@@ -1,0 +1,362 @@
+import type { SandboxConfig, SessionID } from "@agent/domain"
+import { Context, Effect, ExecutionStrategy, Exit, Fiber, Layer, Ref, Schema, Scope } from "effect"
+import type { ChildProcess } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Bus } from "../runtime/Bus.js"
+import { Instance, type InstanceInfo } from "../runtime/Instance.js"
+import { bwrapArgs, NO_PROXY_VARIABLES, proxyEnv } from "./Bwrap.js"
+import { isWithin, type Layout, layout, PROTECTED_CONFIG, realFiles } from "./Layout.js"
+import * as NetworkProxy from "./NetworkProxy.js"
+import { type Capabilities, probe } from "./Probe.js"
+import { type Blocked, blockedWrites, networkFailures } from "./Report.js"
+import { describeNetwork, resolveSettings, type SandboxSettings } from "./Settings.js"
+import { toolOutputDirectory } from "../tool/Truncation.js"
+
+export type { Blocked } from "./Report.js"
+export type { SandboxSettings } from "./Settings.js"
+
+/** The sandbox is required and cannot be set up here; the message says why and what to do. */
+export class SandboxUnavailable extends Schema.TaggedError<SandboxUnavailable>()("SandboxUnavailable", {
+  reason: Schema.String
+}) {
+  override get message() {
+    return `The sandbox is required (sandbox.enforce is "required") but cannot be set up on this machine: ${this.reason}. ` +
+      `The command did not run. Tell the user: they can fix this (\`agent sandbox check\` says what is missing) or set ` +
+      `sandbox.enforce to "preferred" to run commands unsandboxed where the sandbox cannot work. To run this one command ` +
+      "outside the sandbox, call the tool again with `unsandboxed: true`; the user is asked to approve it."
+  }
+}
+
+/** How commands of one agent will run. */
+export interface SandboxPlan {
+  readonly settings: SandboxSettings
+  /** Commands run in the sandbox. */
+  readonly active: boolean
+  /** Why the sandbox cannot be used here although its mode is not `off`. */
+  readonly unavailable?: string
+}
+
+export interface SandboxRequest {
+  readonly plan: SandboxPlan
+  /** Run outside the sandbox: an escalation the user approved. */
+  readonly unsandboxed?: boolean
+  /** The program and its arguments. */
+  readonly argv: readonly [string, ...Array<string>]
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+  /**
+   * `wait`: a shell command; its exit status comes on fd 3 and the sandbox lives on while the
+   * command's background jobs do. `exec`: a long-lived program (an MCP server).
+   */
+  readonly keeper: "wait" | "exec"
+  /** Who runs it, for the `sandbox.blocked` event. */
+  readonly tool: string
+  readonly sessionID?: SessionID
+  readonly callID?: string
+}
+
+/** How to start one process, sandboxed or not, and what to do around it. */
+export interface Launch {
+  readonly sandboxed: boolean
+  readonly file: string
+  readonly args: ReadonlyArray<string>
+  readonly env: Readonly<Record<string, string>>
+  /** fd 3 reports `r` once the sandbox is up and `e <status>` when the command has exited. */
+  readonly statusFd: boolean
+  /** Ties the launch's resources (placeholders, proxy) to the process: freed when it exits. */
+  readonly started: (child: ChildProcess) => Effect.Effect<void>
+  /** Frees them now: the process did not start, or has exited. Safe to call more than once. */
+  readonly release: Effect.Effect<void>
+  /** What the sandbox blocked, from the command's output and the proxy; published as `sandbox.blocked`. */
+  readonly blocked: (output: string) => Effect.Effect<ReadonlyArray<Blocked>>
+}
+
+/** For `agent sandbox check`: the machine, the effective settings and the filesystem layout. */
+export interface SandboxCheck {
+  readonly capabilities: Capabilities
+  readonly plan: SandboxPlan
+  readonly layout: Layout
+  readonly temporary: ReadonlyArray<string>
+}
+
+export interface SandboxShape {
+  /** The settings of `config` (an agent's `sandbox`) and whether its commands will be sandboxed here. */
+  readonly plan: (config: SandboxConfig | undefined) => Effect.Effect<SandboxPlan>
+  readonly prepare: (request: SandboxRequest) => Effect.Effect<Launch, SandboxUnavailable>
+  readonly check: (config: SandboxConfig | undefined) => Effect.Effect<SandboxCheck>
+}
+
+export interface SandboxOptions {
+  /** The system temp dirs a `workspace-write` command may write (default `/tmp` and `$TMPDIR`). */
+  readonly temporary?: ReadonlyArray<string>
+}
+
+/** Directories from the work-tree root down to the working directory (only the directory outside git). */
+export const configDirs = (instance: InstanceInfo): Array<string> => {
+  const leaf = path.resolve(instance.directory)
+  const root = path.resolve(instance.worktree)
+  if (!instance.vcs || !isWithin(leaf, root)) return [leaf]
+  const dirs = [root]
+  let current = root
+  for (const part of path.relative(root, leaf).split(path.sep).filter((segment) => segment !== "")) {
+    current = path.join(current, part)
+    dirs.push(current)
+  }
+  return dirs
+}
+
+const unsandboxedLaunch = (request: SandboxRequest): Launch => ({
+  sandboxed: false,
+  file: request.argv[0],
+  args: request.argv.slice(1),
+  env: request.env,
+  statusFd: false,
+  started: () => Effect.void,
+  release: Effect.void,
+  blocked: () => Effect.succeed([])
+})
+
+const tryRemoveDir = (dir: string) => {
+  try {
+    fs.rmdirSync(dir)
+  } catch {
+    // In use, not empty, or gone: leave it.
+  }
+}
+
+/**
+ * Runs the processes the agent starts (bash, `!`-shell, MCP servers that ask for it) in an OS
+ * sandbox: on Linux, bubblewrap (docs/sandbox.md says why). Another backend (a container, a
+ * remote machine) is a layer with the same shape, passed to `makeAppLayer({ sandbox })`.
+ */
+export class Sandbox extends Context.Tag("@agent/core/Sandbox")<Sandbox, SandboxShape>() {
+  static readonly layerWith = (options: SandboxOptions = {}): Layer.Layer<Sandbox, never, Instance | Bus> =>
+    Layer.scoped(Sandbox, make(options))
+
+  /** bubblewrap, with `/tmp` and `$TMPDIR` as the system temp dirs. */
+  static readonly layer: Layer.Layer<Sandbox, never, Instance | Bus> = Sandbox.layerWith()
+}
+
+function make(options: SandboxOptions) {
+  return Effect.gen(function*() {
+    const instance = yield* Instance
+    const bus = yield* Bus
+    const layerScope = yield* Effect.scope
+    // Probed once, in the layer's scope: a caller interrupted while it runs (an aborted command) must
+    // not leave the others waiting on an interrupted probe.
+    const probing = yield* Effect.cached(
+      Effect.uninterruptible(Effect.forkIn(probe(instance.env).pipe(Effect.tapErrorCause(Effect.logError)), layerScope))
+    )
+    const capabilities = Effect.flatMap(probing, Fiber.join)
+    const warned = yield* Ref.make(false)
+    const temporary = options.temporary ??
+      [...new Set(["/tmp", instance.env.TMPDIR].filter((dir): dir is string => dir !== undefined && path.isAbsolute(dir)))]
+    const scratch = [instance.paths.tmp, toolOutputDirectory(instance)]
+    for (const dir of scratch) {
+      try {
+        fs.mkdirSync(dir, { recursive: true })
+      } catch {
+        // Left out of the writable paths when it cannot be made.
+      }
+    }
+    const dirs = configDirs(instance)
+
+    // The sandbox's own files: an empty directory for placeholders and the proxies' sockets.
+    const state = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-sandbox-"))
+        fs.mkdirSync(path.join(dir, "empty"))
+        return dir
+      }),
+      (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+    )
+    const empty = path.join(state, "empty")
+    let launches = 0
+
+    // A runtime that died while a command ran may have left a placeholder: an empty directory
+    // where a config file would be. Nothing but this sandbox makes those.
+    for (const dir of dirs) {
+      for (const name of PROTECTED_CONFIG) {
+        if (name.startsWith(".")) continue
+        const file = path.join(dir, name)
+        if (realFiles.kind(file) === "directory") tryRemoveDir(file)
+      }
+    }
+
+    // Placeholders in use, by path: made before the first sandbox that needs one, removed after the last.
+    const held = new Map<string, number>()
+    const hold = (file: string): boolean => {
+      const count = held.get(file) ?? 0
+      if (count === 0) {
+        try {
+          fs.mkdirSync(file)
+        } catch {
+          return false // created meanwhile: it is protected as a present path instead
+        }
+      }
+      held.set(file, count + 1)
+      return true
+    }
+    const letGo = (file: string) => {
+      const count = (held.get(file) ?? 1) - 1
+      if (count > 0) return void held.set(file, count)
+      held.delete(file)
+      tryRemoveDir(file)
+    }
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const file of held.keys()) tryRemoveDir(file)
+        held.clear()
+      })
+    )
+
+    const layoutOf = (settings: SandboxSettings) =>
+      layout({
+        settings,
+        directory: instance.directory,
+        worktree: instance.worktree,
+        configDirs: dirs,
+        temporary,
+        scratch,
+        internal: [state]
+      })
+
+    const plan = Effect.fn("Sandbox.plan")(function*(config: SandboxConfig | undefined) {
+      const settings = resolveSettings(config, instance)
+      if (settings.mode === "off") return { settings, active: false } satisfies SandboxPlan
+      const found = yield* capabilities
+      const unavailable = !found.works
+        ? found.problem ?? "the sandbox cannot start"
+        : settings.network.kind !== "all" && !found.network
+        ? "a network namespace cannot be made here, so the network cannot be limited (set sandbox.network to true to sandbox files only)"
+        : settings.network.kind === "hosts" && found.socat === undefined
+        ? "socat is not installed, and a list of allowed hosts needs it to bridge the proxy into the sandbox (apt-get install socat)"
+        : undefined
+      if (unavailable === undefined) return { settings, active: true } satisfies SandboxPlan
+      if (settings.enforce === "preferred" && !(yield* Ref.getAndSet(warned, true))) {
+        yield* Effect.logWarning(
+          `sandbox: commands run unsandboxed: ${unavailable}. Set sandbox.enforce to "required" to refuse them instead, ` +
+            `or sandbox.mode to "off" to silence this; \`agent sandbox check\` explains.`
+        )
+      }
+      return { settings, active: false, unavailable } satisfies SandboxPlan
+    })
+
+    // Uninterruptible: what it holds (placeholders, a proxy) is either handed over in the launch or freed.
+    const prepare = Effect.fn("Sandbox.prepare")(function*(request: SandboxRequest) {
+      return yield* Effect.uninterruptible(prepareLaunch(request))
+    })
+
+    const prepareLaunch = (request: SandboxRequest) => Effect.gen(function*() {
+      const { settings } = request.plan
+      if (request.unsandboxed || settings.mode === "off") return unsandboxedLaunch(request)
+      if (!request.plan.active) {
+        if (settings.enforce === "required") {
+          return yield* new SandboxUnavailable({ reason: request.plan.unavailable ?? "the sandbox cannot start" })
+        }
+        return unsandboxedLaunch(request)
+      }
+      const found = yield* capabilities
+      const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
+      const release = Scope.close(scope, Exit.void)
+      const computed = layoutOf(settings)
+      // Hold the placeholders; one created meanwhile is protected as it is instead. A path that looks
+      // present because another sandbox holds it as a placeholder is held too: it would vanish under
+      // this one when that sandbox ends (bwrap: "Can't get type of source").
+      const mounts = computed.mounts.flatMap((mount) => {
+        if (mount.kind === "writable" || (mount.kind === "readonly" && !held.has(mount.path))) return [mount]
+        if (hold(mount.path)) return [{ path: mount.path, kind: "placeholder" as const }]
+        return realFiles.kind(mount.path) === "missing" ? [] : [{ path: mount.path, kind: "readonly" as const }]
+      })
+      const holding = mounts.filter((mount) => mount.kind === "placeholder").map((mount) => mount.path)
+      yield* Scope.addFinalizer(scope, Effect.sync(() => holding.forEach(letGo)))
+      const hosts = settings.network.kind === "hosts" ? settings.network.hosts : undefined
+      const proxy = hosts === undefined
+        ? undefined
+        : yield* NetworkProxy.start(path.join(state, `proxy-${++launches}.sock`), hosts).pipe(
+          Scope.extend(scope),
+          Effect.tapError(() => release),
+          Effect.mapError((error) => new SandboxUnavailable({ reason: `the network proxy could not start: ${error.message}` }))
+        )
+      const env: Record<string, string> = { ...request.env }
+      if (proxy) {
+        for (const name of NO_PROXY_VARIABLES) delete env[name]
+        Object.assign(env, proxyEnv())
+      }
+      const args = bwrapArgs({
+        layout: { mounts, missing: computed.missing },
+        empty,
+        cwd: request.cwd,
+        proc: found.proc,
+        isolateNetwork: settings.network.kind !== "all",
+        ...(proxy ? { proxySocket: proxy.socket } : {}),
+        keeper: found.proc || request.keeper === "exec" ? request.keeper : "exec",
+        argv: request.argv
+      })
+
+      const publish = (entry: Blocked) =>
+        bus.publish({
+          type: "sandbox.blocked",
+          properties: {
+            tool: request.tool,
+            kind: entry.kind,
+            target: entry.target,
+            ...(request.sessionID ? { sessionID: request.sessionID } : {}),
+            ...(request.callID ? { callID: request.callID } : {})
+          }
+        })
+
+      return {
+        sandboxed: true,
+        file: found.bwrap!.path,
+        args,
+        env,
+        // Without a fresh /proc the keeper cannot see the background jobs, so the program is exec'd instead.
+        statusFd: found.proc && request.keeper === "wait",
+        started: (child) =>
+          child.exitCode !== null || child.signalCode !== null
+            ? release
+            : Effect.async<void>((resume) => {
+              let resumed = false
+              const done = () => {
+                if (!resumed) resume(Effect.void)
+                resumed = true
+              }
+              child.once("exit", done)
+              child.once("error", done)
+            }).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(layerScope), Effect.asVoid),
+        release,
+        blocked: (output) =>
+          Effect.gen(function*() {
+            const found: Array<Blocked> = [
+              ...blockedWrites(output, request.cwd, mounts),
+              ...(proxy?.blocked() ?? []).map((target): Blocked => ({ kind: "network", target })),
+              ...(settings.network.kind === "all" ? [] : networkFailures(output))
+            ]
+            const unique = found.filter((entry, index) =>
+              found.findIndex((other) => other.kind === entry.kind && other.target === entry.target) === index &&
+              // "network" alone adds nothing once a host is named.
+              !(entry.target === "network" && found.some((other) => other.kind === "network" && other.target !== "network"))
+            )
+            yield* Effect.forEach(unique, publish, { discard: true })
+            return unique
+          })
+      } satisfies Launch
+    })
+
+    const check = Effect.fn("Sandbox.check")(function*(config: SandboxConfig | undefined) {
+      const planned = yield* plan(config)
+      return { capabilities: yield* capabilities, plan: planned, layout: layoutOf(planned.settings), temporary }
+    })
+
+    return { plan, prepare, check } satisfies SandboxShape
+  })
+}
+
+/** `workspace-write, network: none` */
+export const describePlan = (plan: SandboxPlan): string =>
+  plan.settings.mode === "off"
+    ? "off"
+    : `${plan.settings.mode}, network: ${describeNetwork(plan.settings.network)}${plan.active ? "" : ` (not in effect: ${plan.unavailable})`}`
