@@ -261,11 +261,36 @@ const redirectedText = (node: Node, children: ReadonlyArray<Node | null> = node.
       const value = child.namedChildren.find((part) => part !== null)
       return value ? `${valueOf(value)}\n` : ""
     }
-    if (child.type === "heredoc_redirect") {
-      return child.namedChildren.find((part) => part?.type === "heredoc_body")?.text ?? ""
-    }
+    if (child.type === "heredoc_redirect") return heredocText(child)
   }
   return undefined
+}
+
+/**
+ * A heredoc's body. The grammar reads a body whose first line starts with a backslash
+ * (`bash <<'E'⏎\rm -rf x⏎E`) as words of the redirect (or of a command after it) and leaves the body empty; the shell runs
+ * that line. The body is then taken from the source: the line after the misread word's newline,
+ * up to the terminator (leading tabs removed for `<<-`, as the shell does).
+ */
+/** The first word under `node` (outside a heredoc body) that runs over a line end: body text misread. */
+const misreadWord = (node: Node): Node | undefined => {
+  for (const part of node.namedChildren) {
+    if (part === null || part.type === "heredoc_body") continue
+    if (part.type === "word" && part.text.includes("\n")) return part
+    const inner = misreadWord(part)
+    if (inner !== undefined) return inner
+  }
+  return undefined
+}
+
+const heredocText = (redirect: Node): string => {
+  const parts = redirect.namedChildren.filter((part): part is Node => part !== null)
+  const misread = misreadWord(redirect)
+  if (misread === undefined) return parts.find((part) => part.type === "heredoc_body")?.text ?? ""
+  const end = parts.find((part) => part.type === "heredoc_end")
+  const start = misread.startIndex + misread.text.indexOf("\n") + 1
+  const body = redirect.text.slice(start - redirect.startIndex, (end?.startIndex ?? redirect.endIndex) - redirect.startIndex)
+  return redirect.children.some((part) => part?.type === "<<-") ? body.replace(/^\t+/gm, "") : body
 }
 
 /**

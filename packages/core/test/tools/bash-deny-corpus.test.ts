@@ -34,6 +34,7 @@ const SPELLINGS: ReadonlyArray<string> = [
   "trap 'rm V' EXIT", "trap -- 'rm V' EXIT", "alias x='rm V'; x", "alias x=rm", "bash -c 'rm V'", "sh -c 'rm V'",
   "bash -c -- 'rm V'", "bash -ec 'rm V'", "bash -o pipefail -c 'rm V'", "bash +x -c 'rm V'", "/bin/bash -c 'rm V'",
   "dash -c 'rm V'", "bash -s <<< 'rm V'", "bash <<< 'rm V'", "bash <<EOF\nrm V\nEOF", "sh <<'EOF'\nrm V\nEOF",
+  "bash <<'E'\n\\rm V\nE", "bash <<E\n\\rm V\nE", "bash <<-E\n\t\\rm V\n\tE", "sh <<'E' && true\n\\rm V\nE",
   "echo 'rm V' | bash", "echo 'rm V' | sh -s", "printf 'rm V' | bash", "cat <<< 'rm V' | bash", "eval 'rm V'",
   "eval \"rm V\"", "eval rm V", ". /dev/stdin <<< 'rm V'", "source /dev/stdin <<< 'rm V'", "source <(echo rm V)",
   ". <(echo rm V)", "bash <(echo rm V)", "bash -c \"eval 'rm V'\"", "sh -c \"bash -c 'rm V'\"",
