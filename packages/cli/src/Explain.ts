@@ -53,7 +53,8 @@ const patternsOf = (permission: string, input: string) =>
         patterns: parsed.patterns.length > 0 ? parsed.patterns : [input],
         opaque: new Map(parsed.opaque.map((entry) => [entry.text, entry.reason]))
       })),
-      Effect.orElseSucceed(() => ({ patterns: [input], opaque: new Map<string, string>() }))
+      // The tool refuses a command it cannot parse; explained as unreadable, by the strictest rule.
+      Effect.catchAll((error) => Effect.succeed({ patterns: [input], opaque: new Map([[input, error.message]]) }))
     )
 
 const STRICTNESS: Readonly<Record<PermissionAction, number>> = { allow: 0, ask: 1, deny: 2 }
