@@ -17,22 +17,31 @@ import type { Layout } from "./Layout.js"
 export const PROXY_PORT = 3128
 
 /**
- * Runs the command, then stays (as the namespace's only other process besides bwrap's init) while
- * its background jobs live, so they are not killed with the namespace. Reports on fd 3:
- * `r` once the sandbox is up, `e <status>` when the command's shell has exited. `$1` is the
- * proxy port (empty without a proxy), `$2` the proxy's socket, the rest the command.
+ * Starts the proxy bridge inside the sandbox's network namespace (`$1` the port, `$2` the proxy's
+ * socket) and waits until it listens (without a fresh /proc that cannot be seen: a short pause).
  */
-export const KEEPER_WAIT = [
-  "printf 'r\\n' >&3",
+const BRIDGE = [
   "port=$1 socket=$2; shift 2",
-  'if [ -n "$port" ]; then',
-  '  socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$socket" </dev/null >/dev/null 2>&1 &',
-  "  hex=$(printf '%04X' \"$port\") i=0",
+  'socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$socket" </dev/null >/dev/null 2>&1 &',
+  "bridge=$!",
+  "hex=$(printf '%04X' \"$port\") i=0",
+  "if [ -r /proc/net/tcp ]; then",
   "  while [ $i -lt 500 ]; do",
   '    while read -r _ local _ state _; do case "$local $state" in *":$hex 0A") break 2;; esac; done </proc/net/tcp',
   "    i=$((i+1)); sleep 0.01",
   "  done",
-  "fi",
+  "else sleep 0.1; fi"
+]
+
+/**
+ * With a proxy bridge (bubblewrap reports and keeps the sandbox alive by itself otherwise): starts
+ * the bridge, runs the command, reports on fd 3 (`r` once the sandbox is up, `e <status>` when the
+ * command's shell has exited), stays while the command's background jobs live, then stops the
+ * bridge, which would otherwise keep bubblewrap's init, and so the sandbox, alive for ever.
+ */
+export const KEEPER_WAIT = [
+  "printf 'r\\n' >&3",
+  ...BRIDGE,
   '"$@" 3>&-',
   "status=$?",
   "printf 'e %s\\n' \"$status\" >&3",
@@ -43,24 +52,18 @@ export const KEEPER_WAIT = [
   '    read -r name <"$p/comm" 2>/dev/null || continue',
   '    [ "$name" = socat ] || n=$((n+1))',
   "  done",
-  '  [ "$n" -le 2 ] && exit "$status"',
+  '  [ "$n" -le 2 ] && break',
   "  sleep 0.2",
-  "done"
+  "done",
+  'kill "$bridge" 2>/dev/null',
+  'exit "$status"'
 ].join("\n")
 
-/** Sets up the proxy bridge, if any, then becomes the program (an MCP server). */
-export const KEEPER_EXEC = [
-  "port=$1 socket=$2; shift 2",
-  'if [ -n "$port" ]; then',
-  '  socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$socket" </dev/null >/dev/null 2>&1 &',
-  "  hex=$(printf '%04X' \"$port\") i=0",
-  "  while [ $i -lt 500 ]; do",
-  '    while read -r _ local _ state _; do case "$local $state" in *":$hex 0A") break 2;; esac; done </proc/net/tcp',
-  "    i=$((i+1)); sleep 0.01",
-  "  done",
-  "fi",
-  'exec "$@"'
-].join("\n")
+/**
+ * With a proxy bridge: starts it, runs the program (an MCP server, or a command where the keeper
+ * cannot see background jobs), then stops the bridge once the program has ended on its own.
+ */
+export const KEEPER_EXEC = [...BRIDGE, '"$@"', "status=$?", 'kill "$bridge" 2>/dev/null', 'exit "$status"'].join("\n")
 
 export interface BwrapOptions {
   readonly layout: Layout
@@ -73,8 +76,11 @@ export interface BwrapOptions {
   readonly isolateNetwork: boolean
   /** The proxy's unix socket, bridged to `PROXY_PORT` inside. */
   readonly proxySocket?: string
-  /** `wait`: the bash tool's keeper (status on fd 3); `exec`: a long-lived program; `none`: run the argv directly. */
-  readonly keeper: "wait" | "exec" | "none"
+  /**
+   * `wait`: a shell command whose exit status is reported on fd 3 while the sandbox lives on for its
+   * background jobs, until fd 4 closes; `exec`: a long-lived program, nothing reported.
+   */
+  readonly keeper: "wait" | "exec"
   /** The program and its arguments. */
   readonly argv: ReadonlyArray<string>
   /** The POSIX shell that runs the keeper. */
@@ -90,14 +96,40 @@ export const bwrapArgs = (options: BwrapOptions): Array<string> => {
   }
   args.push("--unshare-user", "--unshare-pid", "--unshare-ipc")
   if (options.isolateNetwork) args.push("--unshare-net")
+  // bubblewrap's own init (pid 1) reaps and waits for every process of the sandbox, so background
+  // jobs outlive their command without a keeper process; it reports the command's exit code on the
+  // status fd and holds the sync fd open until the last process of the sandbox has ended.
+  if (bwrapReports(options)) args.push("--json-status-fd", String(STATUS_FD), "--sync-fd", String(SYNC_FD))
   args.push("--cap-drop", "ALL", "--chdir", options.cwd, "--")
+  if (options.proxySocket === undefined) return [...args, ...options.argv]
   const sh = options.sh ?? "/bin/sh"
-  const proxy = options.proxySocket === undefined ? ["", ""] : [String(PROXY_PORT), options.proxySocket]
-  if (options.keeper === "wait") return [...args, sh, "-c", KEEPER_WAIT, "agent-sandbox", ...proxy, ...options.argv]
-  if (options.keeper === "exec" || options.proxySocket !== undefined) {
-    return [...args, sh, "-c", KEEPER_EXEC, "agent-sandbox", ...proxy, ...options.argv]
-  }
-  return [...args, ...options.argv]
+  const proxy = [String(PROXY_PORT), options.proxySocket]
+  const keeper = options.keeper === "wait" && options.proc ? KEEPER_WAIT : KEEPER_EXEC
+  return [...args, sh, "-c", keeper, "agent-sandbox", ...proxy, ...options.argv]
+}
+
+/** The fd on which the command's status comes (`statusFd` of a launch). */
+export const STATUS_FD = 3
+/** The fd that stays open while any process of the sandbox lives (`syncFd` of a launch). */
+export const SYNC_FD = 4
+
+/** bubblewrap itself reports the status and the sandbox's end (no keeper shell). */
+export const bwrapReports = (options: Pick<BwrapOptions, "keeper" | "proxySocket">): boolean =>
+  options.keeper === "wait" && options.proxySocket === undefined
+
+/** The keeper shell reports the status (the proxy bridge needs it, and a fresh /proc to see the jobs). */
+export const keeperReports = (options: Pick<BwrapOptions, "keeper" | "proxySocket" | "proc">): boolean =>
+  options.keeper === "wait" && options.proxySocket !== undefined && options.proc
+
+/**
+ * One line from the status fd: the keeper's `r` (up) and `e <status>`, or bubblewrap's JSON, whose
+ * `exit-code` line comes only once the command ran (a sandbox that failed to start reports none).
+ */
+export const readStatusLine = (line: string): { readonly ready: true; readonly exit?: number } | undefined => {
+  if (line === "r") return { ready: true }
+  if (line.startsWith("e ")) return { ready: true, exit: Number(line.slice(2)) }
+  const code = /"exit-code"\s*:\s*(-?\d+)/.exec(line)?.[1]
+  return code === undefined ? undefined : { ready: true, exit: Number(code) }
 }
 
 /** The variables that send proxy-aware programs (curl, git, npm, pip, cargo, ...) through the bridge. */

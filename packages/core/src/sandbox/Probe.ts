@@ -16,7 +16,7 @@ export interface Capabilities {
   readonly socat?: string
   /** A sandbox starts: user, mount, pid and ipc namespaces. */
   readonly works: boolean
-  /** A fresh /proc can be mounted (else /proc is hidden, and background jobs end with their command). */
+  /** A fresh /proc can be mounted (else /proc is hidden inside). */
   readonly proc: boolean
   /** A network namespace can be made. */
   readonly network: boolean
@@ -127,7 +127,7 @@ export const probe = (env: Readonly<Record<string, string | undefined>>): Effect
       failure = bare?.output ?? failure
     }
     const notes: Array<string> = []
-    if (works && !proc) notes.push("a fresh /proc cannot be mounted here: /proc is empty in the sandbox, and background jobs end with their command")
+    if (works && !proc) notes.push("a fresh /proc cannot be mounted here: /proc is empty in the sandbox (programs that read it see nothing)")
     if (works && !network) notes.push("a network namespace cannot be made here: only `network: true` can be sandboxed")
     if (socat === undefined) notes.push("socat is not installed: a list of allowed hosts (`network: [...]`) cannot be bridged into the sandbox")
     return {

@@ -1,12 +1,13 @@
 import type { SandboxConfig, SessionID } from "@agent/domain"
 import { Context, Effect, ExecutionStrategy, Exit, Fiber, Layer, Ref, Schema, Scope } from "effect"
 import type { ChildProcess } from "node:child_process"
+import type { Readable } from "node:stream"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Bus } from "../runtime/Bus.js"
 import { Instance, type InstanceInfo } from "../runtime/Instance.js"
-import { bwrapArgs, NO_PROXY_VARIABLES, proxyEnv } from "./Bwrap.js"
+import { bwrapArgs, bwrapReports, keeperReports, NO_PROXY_VARIABLES, proxyEnv, SYNC_FD } from "./Bwrap.js"
 import { isWithin, type Layout, layout, PROTECTED_CONFIG, realFiles } from "./Layout.js"
 import * as NetworkProxy from "./NetworkProxy.js"
 import { type Capabilities, probe } from "./Probe.js"
@@ -63,8 +64,10 @@ export interface Launch {
   readonly file: string
   readonly args: ReadonlyArray<string>
   readonly env: Readonly<Record<string, string>>
-  /** fd 3 reports `r` once the sandbox is up and `e <status>` when the command has exited. */
+  /** fd 3 carries status lines (`readStatusLine` in Bwrap.ts): the sandbox came up, the command's exit status. */
   readonly statusFd: boolean
+  /** fd 4 (a pipe) stays open while any process of the sandbox lives: its end is the sandbox's. Not to be closed by the caller. */
+  readonly syncFd: boolean
   /** Ties the launch's resources (placeholders, proxy) to the process: freed when it exits. */
   readonly started: (child: ChildProcess) => Effect.Effect<void>
   /** Frees them now: the process did not start, or has exited. Safe to call more than once. */
@@ -113,6 +116,7 @@ const unsandboxedLaunch = (request: SandboxRequest): Launch => ({
   args: request.argv.slice(1),
   env: request.env,
   statusFd: false,
+  syncFd: false,
   started: () => Effect.void,
   release: Effect.void,
   blocked: () => Effect.succeed([])
@@ -285,16 +289,18 @@ function make(options: SandboxOptions) {
         for (const name of NO_PROXY_VARIABLES) delete env[name]
         Object.assign(env, proxyEnv())
       }
-      const args = bwrapArgs({
+      const bwrap = {
         layout: { mounts, missing: computed.missing },
         empty,
         cwd: request.cwd,
         proc: found.proc,
         isolateNetwork: settings.network.kind !== "all",
         ...(proxy ? { proxySocket: proxy.socket } : {}),
-        keeper: found.proc || request.keeper === "exec" ? request.keeper : "exec",
+        keeper: request.keeper,
         argv: request.argv
-      })
+      }
+      const args = bwrapArgs(bwrap)
+      const syncFd = bwrapReports(bwrap)
 
       const publish = (entry: Blocked) =>
         bus.publish({
@@ -313,20 +319,10 @@ function make(options: SandboxOptions) {
         file: found.bwrap!.path,
         args,
         env,
-        // Without a fresh /proc the keeper cannot see the background jobs, so the program is exec'd instead.
-        statusFd: found.proc && request.keeper === "wait",
-        started: (child) =>
-          child.exitCode !== null || child.signalCode !== null
-            ? release
-            : Effect.async<void>((resume) => {
-              let resumed = false
-              const done = () => {
-                if (!resumed) resume(Effect.void)
-                resumed = true
-              }
-              child.once("exit", done)
-              child.once("error", done)
-            }).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(layerScope), Effect.asVoid),
+        statusFd: syncFd || keeperReports(bwrap),
+        syncFd,
+        // What the sandbox holds is freed when its last process has ended: with background jobs, after the command.
+        started: (child) => sandboxEnded(child, syncFd).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(layerScope), Effect.asVoid),
         release,
         blocked: (output) =>
           Effect.gen(function*() {
@@ -354,6 +350,27 @@ function make(options: SandboxOptions) {
     return { plan, prepare, check } satisfies SandboxShape
   })
 }
+
+/** Completes when the sandbox is gone: its sync fd closed, or else the process exited (or never started). */
+const sandboxEnded = (child: ChildProcess, syncFd: boolean): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const sync = syncFd ? child.stdio[SYNC_FD] as Readable | null | undefined : undefined
+    const gone = sync ? sync.destroyed || sync.readableEnded : child.exitCode !== null || child.signalCode !== null
+    if (gone) return resume(Effect.void)
+    let resumed = false
+    const done = () => {
+      if (!resumed) resume(Effect.void)
+      resumed = true
+    }
+    if (sync) {
+      sync.once("end", done)
+      sync.once("close", done)
+      sync.once("error", done)
+      // Nothing is written on it; reading lets "end" come.
+      sync.resume()
+    } else child.once("exit", done)
+    child.once("error", done)
+  })
 
 /** `workspace-write, network: none` */
 export const describePlan = (plan: SandboxPlan): string =>

@@ -7,6 +7,7 @@ import * as Prompts from "../runtime/Prompts.js"
 import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import { describeNetwork, resolveSettings, type SandboxSettings } from "../sandbox/Settings.js"
 import { type Launch, Sandbox, SandboxUnavailable } from "../sandbox/Sandbox.js"
+import { readStatusLine, STATUS_FD, SYNC_FD } from "../sandbox/Bwrap.js"
 import { notice } from "../sandbox/Report.js"
 import * as Tool from "../tool/Tool.js"
 import { expandPath, externalDirectories, parseCommand } from "../tool/BashParse.js"
@@ -187,7 +188,11 @@ const start = (launch: Launch, cwd: string) =>
           cwd,
           env: launch.env,
           detached: true,
-          stdio: launch.statusFd ? ["ignore", "pipe", "pipe", "pipe"] : ["ignore", "pipe", "pipe"]
+          stdio: launch.syncFd
+            ? ["ignore", "pipe", "pipe", "pipe", "pipe"]
+            : launch.statusFd
+            ? ["ignore", "pipe", "pipe", "pipe"]
+            : ["ignore", "pipe", "pipe"]
         })
         child.stdout!.setEncoding("utf8")
         child.stderr!.setEncoding("utf8")
@@ -208,19 +213,20 @@ const start = (launch: Launch, cwd: string) =>
           drain = setTimeout(() => setImmediate(() => finish(Exit.succeed(exited!))), DRAIN_MS)
         }
         const running: Running = { child, output, done, launch, ready: !launch.statusFd }
-        // The sandbox's keeper says when it is up and when the command's shell has exited; the
-        // sandbox itself lives on while the command's background jobs do.
-        const status = child.stdio[3] as NodeJS.ReadableStream | undefined
+        // The sandbox says when it is up and when the command's shell has exited; the sandbox
+        // itself lives on while the command's background jobs do.
+        const status = child.stdio[STATUS_FD] as NodeJS.ReadableStream | undefined
         if (launch.statusFd && status) {
           let pending = ""
           status.setEncoding("utf8")
           status.on("data", (chunk: string) => {
             pending += chunk
             for (let newline = pending.indexOf("\n"); newline !== -1; newline = pending.indexOf("\n")) {
-              const line = pending.slice(0, newline)
+              const line = readStatusLine(pending.slice(0, newline))
               pending = pending.slice(newline + 1)
-              if (line === "r") running.ready = true
-              else if (line.startsWith("e ")) shellExited({ code: Number(line.slice(2)), signal: null })
+              if (line === undefined) continue
+              running.ready = true
+              if (line.exit !== undefined) shellExited({ code: line.exit, signal: null })
             }
           })
           status.on("error", () => {})
@@ -243,7 +249,8 @@ const start = (launch: Launch, cwd: string) =>
 const release = (running: Running, killGroup: boolean) =>
   Effect.gen(function*() {
     if (killGroup) yield* terminate(running)
-    for (const stream of running.child.stdio) stream?.destroy()
+    // Not the sandbox's sync fd: the launch watches it to free what the sandbox holds once it has ended.
+    running.child.stdio.forEach((stream, fd) => fd === SYNC_FD && running.launch.syncFd ? undefined : stream?.destroy())
   })
 
 type Ending = "exit" | "timeout" | "aborted"

@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { makeAgentRegistry } from "../../src/agent/AgentRegistry.js"
 import { makeInstanceInfo } from "../../src/runtime/Instance.js"
 import * as Permission from "../../src/permission/Permission.js"
-import { bwrapArgs, KEEPER_WAIT } from "../../src/sandbox/Bwrap.js"
+import { bwrapArgs, KEEPER_EXEC, KEEPER_WAIT, keeperReports, readStatusLine } from "../../src/sandbox/Bwrap.js"
 import { type FileView, layout, type LayoutInput } from "../../src/sandbox/Layout.js"
 import { allows, parseHostRule, splitTarget } from "../../src/sandbox/NetworkProxy.js"
 import { blockedWrites, networkFailures, notice } from "../../src/sandbox/Report.js"
@@ -138,7 +138,7 @@ describe("bubblewrap command line", () => {
     { path: "/work/project/.git", kind: "readonly" as const },
     { path: "/work/project/agent.json", kind: "placeholder" as const }
   ]
-  it("namespaces, mounts in order, no capabilities, the keeper around the command", () => {
+  it("namespaces, mounts in order, no capabilities; bubblewrap reports the status and the sandbox's end", () => {
     const args = bwrapArgs({
       layout: { mounts, missing: [] },
       empty: "/tmp/s/empty",
@@ -154,9 +154,43 @@ describe("bubblewrap command line", () => {
       "--ro-bind", "/work/project/.git", "/work/project/.git",
       "--ro-bind", "/tmp/s/empty", "/work/project/agent.json",
       "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net",
+      "--json-status-fd", "3", "--sync-fd", "4",
       "--cap-drop", "ALL", "--chdir", "/work/project", "--",
-      "/bin/sh", "-c", KEEPER_WAIT, "agent-sandbox", "", "", "/bin/bash", "-c", "make test"
+      "/bin/bash", "-c", "make test"
     ])
+  })
+  it("with a proxy, the keeper shell starts the bridge and reports; a long-lived program is exec'd by it", () => {
+    const options = {
+      layout: { mounts: [], missing: [] },
+      empty: "/e",
+      cwd: "/w",
+      proc: true,
+      isolateNetwork: true,
+      proxySocket: "/tmp/s/proxy-1.sock",
+      argv: ["/bin/bash", "-c", "curl example.com"]
+    }
+    const waiting = bwrapArgs({ ...options, keeper: "wait" })
+    expect(waiting).not.toContain("--json-status-fd")
+    expect(waiting.slice(-9)).toEqual(["/bin/sh", "-c", KEEPER_WAIT, "agent-sandbox", "3128", "/tmp/s/proxy-1.sock", "/bin/bash", "-c", "curl example.com"])
+    expect(keeperReports({ ...options, keeper: "wait" })).toBe(true)
+    // Without a fresh /proc the keeper cannot see the jobs: it execs the command, and nothing is reported.
+    expect(bwrapArgs({ ...options, keeper: "wait", proc: false })).toContain(KEEPER_EXEC)
+    expect(keeperReports({ ...options, keeper: "wait", proc: false })).toBe(false)
+    // No proxy, a long-lived program: run as it is, nothing reported.
+    const { proxySocket: _, ...plain } = options
+    const exec = bwrapArgs({ ...plain, keeper: "exec" })
+    expect(exec.slice(-4)).toEqual(["--", "/bin/bash", "-c", "curl example.com"])
+    expect(exec).not.toContain("--sync-fd")
+  })
+  it.each([
+    ["r", { ready: true }],
+    ["e 0", { ready: true, exit: 0 }],
+    ["e 130", { ready: true, exit: 130 }],
+    ['{ "child-pid": 19734, "mnt-namespace": 4026532177, "pid-namespace": 4026532178 }', undefined],
+    ['{ "exit-code": 2 }', { ready: true, exit: 2 }],
+    ["", undefined]
+  ])("status line %j", (line, expected) => {
+    expect(readStatusLine(line)).toEqual(expected)
   })
   it("without a fresh /proc the host's is hidden; the whole network is shared; a proxy is bridged", () => {
     const args = bwrapArgs({

@@ -207,6 +207,7 @@ describe.runIf(real)("sandbox: network", () => {
     Effect.gen(function*() {
       const { blocked, tool } = yield* setup()
       const { port, requests } = yield* localServer
+      const bridgesBefore = new Set(proxyBridges())
       const allowed = yield* run(tool, fetchThroughEnv(`http://127.0.0.1:${port}/allowed`), { network: ["127.0.0.1"] })
       expect(allowed.output).toBe("200 hello from the host\n")
       expect(requests).toEqual(["/allowed"])
@@ -224,6 +225,11 @@ describe.runIf(real)("sandbox: network", () => {
       const direct = yield* run(tool, `HTTP_PROXY= ${fetchThroughEnv(`http://127.0.0.1:${port}/direct`)}`, { network: ["127.0.0.1"] })
       expect(direct.metadata?.exit).toBe(7)
       expect(requests).toEqual(["/allowed"])
+
+      // Each command's bridge (socat, inside its sandbox) ends with it: none is left listening.
+      const left = () => proxyBridges().filter((pid) => !bridgesBefore.has(pid))
+      for (let waited = 0; waited < 5_000 && left().length > 0; waited += 50) yield* Effect.sleep("50 millis")
+      expect(left()).toEqual([])
     }))
 
   it.scopedLive("network true: the host network as it is", () =>
@@ -235,6 +241,16 @@ describe.runIf(real)("sandbox: network", () => {
       expect(requests).toEqual(["/open"])
     }))
 })
+
+/** The pids of the proxy bridges (socat listening inside a sandbox) on this machine. */
+const proxyBridges = (): Array<string> =>
+  fs.readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).filter((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("TCP-LISTEN:3128")
+    } catch {
+      return false
+    }
+  })
 
 describe("sandbox: what the model is told", () => {
   it.scopedLive("the bash description explains the agent's sandbox and the way out; nothing with the sandbox off", () =>
