@@ -23,7 +23,7 @@ export const report = (agent: string, result: SandboxCheck): Array<string> => {
   lines.push(["bubblewrap", found.bwrap ? `${found.bwrap.path} (${found.bwrap.version})` : "not found on PATH"])
   if (found.bwrap) {
     lines.push(["namespaces", works(found.works, "user, mount, pid and ipc", "see below")])
-    lines.push(["/proc", works(found.proc, "a fresh /proc", "background jobs end with their command")])
+    lines.push(["/proc", works(found.proc, "a fresh /proc", "/proc is empty inside")])
     lines.push(["network", works(found.network, "a network namespace", "network cannot be limited")])
   }
   lines.push(["socat", found.socat ? `${found.socat} (lists of allowed hosts work)` : "not found (lists of allowed hosts cannot work)"])
