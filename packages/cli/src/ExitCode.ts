@@ -2,7 +2,7 @@ import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Option from "effect/Option"
 
-/** Exit codes a script can rely on (documented in the README and `agent --help`). */
+/** Exit codes a script can rely on (documented in docs/cli.md, the README and `agent --help`). */
 export const ExitCode = {
   ok: 0,
   /** Runtime error: provider, tool crash, storage. */

@@ -4,7 +4,7 @@ import type { PermissionRequest, QuestionRequest } from "@agent/domain"
 import { Effect } from "effect"
 import * as readline from "node:readline"
 
-/** How long a pipe or file on stdin may stay silent before `agent run` goes on without it (README, "Piped input"). */
+/** How long a pipe or file on stdin may stay silent before `agent run` goes on without it (docs/cli.md, "Piped input"). */
 export const STDIN_GRACE_MS = 5_000
 
 /**

@@ -1,4 +1,4 @@
-// The README's testing example, run as written, so it stays true.
+// The testing example of docs/extending.md ("A test with the fake model"; once in the README), run as written, so it stays true.
 import { ScriptedModel, TestRuntime } from "@agent/testing"
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
