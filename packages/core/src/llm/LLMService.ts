@@ -25,6 +25,9 @@ export interface LLMRequest {
   /** Provider options of this call (the agent's, a variant's), merged over the model's own `options`. */
   readonly options?: Readonly<Record<string, unknown>>
   readonly abortSignal?: AbortSignal
+  /** The session and agent the call is for: attributes of its span only. */
+  readonly sessionID?: string
+  readonly agent?: string
 }
 
 /** The stream of one model step, reduced to what the session processor needs. */
@@ -89,29 +92,36 @@ export interface LLMServiceShape {
 
 export class LLMService extends Context.Tag("@agent/core/LLMService")<LLMService, LLMServiceShape>() {
   /** The provider's `doStream`, one step per call, no SDK retries (the loop retries). */
-  static readonly layer: Layer.Layer<LLMService> = Layer.succeed(LLMService, {
-    stream: (request) =>
-      Stream.unwrapScoped(Effect.uninterruptibleMask((restore) =>
-        restore(openStep(request)).pipe(
-          Effect.tap((step) => Effect.addFinalizer(() => Effect.sync(step.release))),
-          Effect.map(({ next }) =>
-            Stream.repeatEffectChunkOption(next.pipe(
-              Effect.mapError(Option.some),
-              Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray(batch)) : Effect.fail(Option.none()))
-            )))
-        ))),
-    // No scope: closing one runs each finalizer with the fiber's services diffed and restored
-    // (~0.1 ms per step with the runtime's 26-43 services); `ensuring` does not.
-    call: (request, onEvent) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(restore(openStep(request)), ({ next, release }) =>
-          restore(Effect.gen(function*() {
-            for (;;) {
-              const batch = yield* next
-              if (!batch) return
-              for (const event of batch) yield* onEvent(event)
-            }
-          })).pipe(Effect.ensuring(Effect.sync(release)))))
+  static readonly layer: Layer.Layer<LLMService> = Layer.sync(LLMService, () => {
+    const open = openStep(recentSystems())
+    return {
+      stream: (request) =>
+        Stream.unwrapScoped(Effect.uninterruptibleMask((restore) =>
+          restore(open(request)).pipe(
+            Effect.tap((step) => Effect.addFinalizer(() => Effect.sync(step.release))),
+            Effect.map(({ next }) =>
+              Stream.repeatEffectChunkOption(next.pipe(
+                Effect.mapError(Option.some),
+                Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray(batch)) : Effect.fail(Option.none()))
+              )))
+          ))).pipe(Stream.withSpan("LLMService.stream", spanOptions(request))),
+      // No scope: closing one runs each finalizer with the fiber's services diffed and restored
+      // (~0.1 ms per step with the runtime's 26-43 services); `ensuring` does not.
+      call: (request, onEvent) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(open(request)), ({ next, release }) =>
+            restore(Effect.gen(function*() {
+              for (;;) {
+                const batch = yield* next
+                if (!batch) return
+                for (const event of batch) yield* onEvent(event)
+              }
+            })).pipe(Effect.ensuring(Effect.sync(release))))).pipe(
+          // A plain span rather than `Effect.fn`: `call` is generic in the callback's error, and
+          // once per step a stack trace is not worth its capture.
+          Effect.withSpan("LLMService.call", spanOptions(request))
+        )
+    }
   })
 
   /** A service from a stream alone (a custom or wrapped model backend); `call` folds the stream. */
@@ -120,6 +130,18 @@ export class LLMService extends Context.Tag("@agent/core/LLMService")<LLMService
     call: (request, onEvent) => Stream.runForEach(stream(request), onEvent)
   })
 }
+
+/** The model call's span: which session, agent and model it is for. */
+const spanOptions = (request: LLMRequest) => ({
+  attributes: {
+    "model.provider": request.model.info.providerID,
+    "model.id": request.model.info.modelID,
+    ...(request.sessionID !== undefined ? { "session.id": request.sessionID } : {}),
+    ...(request.agent !== undefined ? { agent: request.agent } : {})
+  },
+  kind: "client" as const,
+  captureStackTrace: false
+})
 
 // --- usage and cost --------------------------------------------------------------------------
 
@@ -306,19 +328,22 @@ const parseToolCall = (
  * The system prompt as one string, the same string while its parts are the same: every step of
  * every session of an agent sends the same tens of KB, and the provider holds that string for the
  * whole model call, long enough to be moved to the old generation; one copy kept here is not.
+ * Each service (so each runtime) keeps its own few.
  */
-const joinedSystem = (parts: ReadonlyArray<string>): string => {
-  for (const entry of recentSystems) {
-    if (entry.parts.length === parts.length && entry.parts.every((part, index) => part === parts[index])) return entry.joined
+const recentSystems = () => {
+  const recent: Array<{ readonly parts: ReadonlyArray<string>; readonly joined: string }> = []
+  return (parts: ReadonlyArray<string>): string => {
+    for (const entry of recent) {
+      if (entry.parts.length === parts.length && entry.parts.every((part, index) => part === parts[index])) return entry.joined
+    }
+    const joined = parts.join("\n\n")
+    recent.unshift({ parts: [...parts], joined })
+    if (recent.length > RECENT_SYSTEMS) recent.pop()
+    return joined
   }
-  const joined = parts.join("\n\n")
-  recentSystems.unshift({ parts: [...parts], joined })
-  if (recentSystems.length > RECENT_SYSTEMS) recentSystems.pop()
-  return joined
 }
 /** Agents (and models) a server runs at once, each with its own system prompt. */
 const RECENT_SYSTEMS = 16
-const recentSystems: Array<{ readonly parts: ReadonlyArray<string>; readonly joined: string }> = []
 
 /** Parts read ahead of the loop before the pump waits for it (an answer's parts are small). */
 const PUMP_HIGH_WATER = 1024
@@ -336,7 +361,7 @@ interface OpenStep {
   readonly release: () => void
 }
 
-const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> => {
+const openStep = (joinedSystem: (parts: ReadonlyArray<string>) => string) => (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> => {
   const info = request.model.info
   const model = request.model.language
   const toolNames = new Set(request.tools.map((spec) => spec.id))
