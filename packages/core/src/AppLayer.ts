@@ -26,6 +26,7 @@ import { SessionChanges } from "./snapshot/SessionChanges.js"
 import { Snapshot } from "./snapshot/Snapshot.js"
 import { type AnyTool } from "./tool/Tool.js"
 import { ToolRegistry } from "./tool/ToolRegistry.js"
+import { FileTimes } from "./tool/FileTimes.js"
 import { Truncation } from "./tool/Truncation.js"
 import * as BuiltinTools from "./tools/BuiltinTools.js"
 
@@ -100,6 +101,7 @@ export const makeAppLayer = <PolicyError = never>(
     options.providers ?? ProviderRegistry.layer,
     options.llm ?? LLMService.layer,
     Truncation.layer,
+    FileTimes.layer,
     InstructionLoader.layer,
     SkillRegistry.layer,
     QuestionService.layer,

@@ -1,9 +1,10 @@
 import type { FinishReason, TokenUsage } from "@agent/domain"
-import { APICallError, InvalidResponseDataError, type LanguageModelV3FunctionTool, type SharedV3ProviderOptions, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
+import { APICallError, InvalidResponseDataError, type LanguageModelV3FunctionTool, type SharedV3ProviderOptions, type LanguageModelV3StreamPart } from "@ai-sdk/provider"
 import type { ModelMessage } from "ai"
 import { Chunk, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
 import { providerOptions } from "./ProviderOptions.js"
+import { costOf, sdkUsage, toTokenUsage } from "./Usage.js"
 import { toProviderPrompt } from "./ProviderPrompt.js"
 
 /** A tool as the model sees it. */
@@ -142,50 +143,6 @@ const spanOptions = (request: LLMRequest) => ({
   kind: "client" as const,
   captureStackTrace: false
 })
-
-// --- usage and cost --------------------------------------------------------------------------
-
-interface SdkUsage {
-  readonly inputTokens: number | undefined
-  readonly inputTokenDetails?: {
-    readonly noCacheTokens: number | undefined
-    readonly cacheReadTokens: number | undefined
-    readonly cacheWriteTokens: number | undefined
-  }
-  readonly outputTokens: number | undefined
-  readonly outputTokenDetails?: { readonly reasoningTokens: number | undefined }
-  readonly totalTokens: number | undefined
-}
-
-/** OpenCode's accounting: input excludes cached tokens, output excludes reasoning. */
-export const toTokenUsage = (usage: SdkUsage): TokenUsage => {
-  const cacheRead = usage.inputTokenDetails?.cacheReadTokens ?? 0
-  const cacheWrite = usage.inputTokenDetails?.cacheWriteTokens ?? 0
-  const reasoning = usage.outputTokenDetails?.reasoningTokens ?? 0
-  const inputTotal = usage.inputTokens ?? 0
-  const input = usage.inputTokenDetails?.noCacheTokens ?? Math.max(0, inputTotal - cacheRead - cacheWrite)
-  const output = Math.max(0, (usage.outputTokens ?? 0) - reasoning)
-  return {
-    input,
-    output,
-    reasoning,
-    cache: { read: cacheRead, write: cacheWrite },
-    total: usage.totalTokens ?? input + output + reasoning + cacheRead + cacheWrite
-  }
-}
-
-/** USD for one step; reasoning is billed at the output rate. */
-export const costOf = (info: ModelInfo, usage: TokenUsage): number => {
-  const price = info.cost
-  if (!price) return 0
-  return (
-    (usage.input * price.input +
-      (usage.output + usage.reasoning) * price.output +
-      usage.cache.read * (price.cacheRead ?? price.input) +
-      usage.cache.write * (price.cacheWrite ?? price.input)) /
-    1_000_000
-  )
-}
 
 // --- errors ----------------------------------------------------------------------------------
 
@@ -502,18 +459,3 @@ const openStep = (joinedSystem: (parts: ReadonlyArray<string>) => string) => (re
     }
   })
 }
-
-/** The provider's usage in the SDK's reporting shape (what `toTokenUsage` reads). */
-const sdkUsage = (usage: LanguageModelV3Usage): SdkUsage => ({
-  inputTokens: usage.inputTokens.total,
-  inputTokenDetails: {
-    noCacheTokens: usage.inputTokens.noCache,
-    cacheReadTokens: usage.inputTokens.cacheRead,
-    cacheWriteTokens: usage.inputTokens.cacheWrite
-  },
-  outputTokens: usage.outputTokens.total,
-  outputTokenDetails: { reasoningTokens: usage.outputTokens.reasoning },
-  totalTokens: usage.inputTokens.total === undefined && usage.outputTokens.total === undefined
-    ? undefined
-    : (usage.inputTokens.total ?? 0) + (usage.outputTokens.total ?? 0)
-})
