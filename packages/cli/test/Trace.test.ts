@@ -1,7 +1,7 @@
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { agent, events, project } from "./AgentProcess.js"
+import { agent, events, project, serve } from "./AgentProcess.js"
 
 const { text, toolCall } = ScriptedModel
 
@@ -42,5 +42,29 @@ describe("AGENT_TRACE", () => {
         expect(line).toMatch(/ model\.id="\S+"/)
       }
       expect(spans.some((line) => line.startsWith("span SessionLoop.prompt "))).toBe(true)
+    }))
+
+  it.scopedLive("agent serve prints the spans of the requests it serves under AGENT_TRACE=1, and none without", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([])
+      const box = yield* project(server.url)
+      const create = (url: string) =>
+        Effect.promise(() =>
+          fetch(`${url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).then((r) => r.json())
+        )
+      const traced = yield* serve(box, [], { AGENT_TRACE: "1" })
+      const session = (yield* create(traced.url)) as { id: string }
+      const deadline = Date.now() + 10_000
+      while (!spanLines(traced.stderr()).some((line) => line.startsWith("span SessionStore.create ")) && Date.now() < deadline) {
+        yield* Effect.sleep("50 millis")
+      }
+      const created = spanLines(traced.stderr()).find((line) => line.startsWith("span SessionStore.create "))
+      expect(created, traced.stderr()).toMatch(/^span SessionStore\.create \d+\.\dms ok /)
+      expect(session.id).toMatch(/^ses_/)
+
+      const plain = yield* serve(box)
+      yield* create(plain.url)
+      yield* Effect.sleep("200 millis")
+      expect(spanLines(plain.stderr())).toEqual([])
     }))
 })
