@@ -4,7 +4,7 @@
 //
 // The bundle is CommonJS (esbuild splits only ES modules, so each file is turned into CommonJS
 // after the split): Node 20 can only give V8's code cache to scripts it compiles through `vm`,
-// and the bin installs that cache before it loads the CLI (src/CompileCache.ts).
+// and the bin installs that cache before it loads the CLI (src/startup/CodeCache.ts).
 //
 // Two things keep the bundle behaving like the unbundled code:
 // - `import.meta.url` in workspace modules is replaced by the URL of the module it was written
@@ -110,7 +110,7 @@ fs.writeFileSync(path.join(outdir, "package.json"), JSON.stringify({ type: "comm
 
 // The bin: V8 flags and the code cache (one small file of its own), then the CLI.
 await esbuild.build({
-  entryPoints: { startup: path.join(here, "dist", "BundleStartup.js") },
+  entryPoints: { startup: path.join(here, "dist", "startup", "Bundle.js") },
   outdir,
   bundle: true,
   format: "cjs",

@@ -114,165 +114,29 @@ export const attach = (input: RunInput, value: string, report: RunReport) =>
     return yield* runOn(input, remoteTarget(server, client), report)
   })
 
+/** What the parts of one attached run share: the server, its client, and the turns waiting for their end. */
+interface Attachment {
+  readonly server: Server
+  readonly client: Client.AgentClient
+  readonly failure: ReturnType<typeof explain>
+  /** Each sent turn's end, by its user message id. */
+  readonly waiters: Map<string, Deferred.Deferred<PromptFinished, UsageError>>
+  /** Fails when the event stream is gone for good: no run can be followed any more. */
+  lost: Deferred.Deferred<never, AttachError> | undefined
+}
+
 const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<AttachError | UsageError> => {
   const failure = explain(server)
-  const waiters = new Map<string, Deferred.Deferred<PromptFinished, UsageError>>()
-  /** Fails when the event stream is gone for good: no run can be followed any more. */
-  let lost: Deferred.Deferred<never, AttachError> | undefined
-
-  const subscribe = (sessionID: SessionID) =>
-    Effect.gen(function*() {
-      const gone = yield* Deferred.make<never, AttachError>()
-      lost = gone
-      const connected = yield* Deferred.make<void, AttachError>()
-      // Only this session and its subagents' sessions; kept here, so the server never waits on us.
-      const sessions = new Set<string>([sessionID])
-      const ours = (event: BusEvent): boolean => {
-        switch (event.type) {
-          case "session.created":
-          case "session.updated":
-          case "session.deleted": {
-            const info = event.properties.info
-            if (info.parentID !== undefined && sessions.has(info.parentID)) sessions.add(info.id)
-            return sessions.has(info.id)
-          }
-          case "message.updated":
-            return sessions.has(event.properties.info.sessionID)
-          case "message.part.updated":
-            return sessions.has(event.properties.part.sessionID)
-          default: {
-            const owner = (event.properties as { readonly sessionID?: string }).sessionID
-            return owner !== undefined && sessions.has(owner)
-          }
-        }
-      }
-      // Read as fast as the server sends, so it never drops this client for falling behind.
-      const queue = yield* Queue.unbounded<BusEvent>()
-      // A lost connection ends the run with an error rather than risking a wait for an end that
-      // never comes (a restarted server knows nothing of the run); `-s` continues the session.
-      const wire = Client.events(server).pipe(Stream.concat(Stream.fail(new Error("the server closed the event stream"))))
-      yield* wire.pipe(
-        Stream.runForEach((wireEvent) =>
-          Effect.gen(function*() {
-            if (wireEvent.type === "server.connected") return yield* Deferred.succeed(connected, undefined)
-            const event = decodeEvent({ type: wireEvent.type, properties: wireEvent.properties })
-            if (Option.isSome(event) && ours(event.value)) yield* Queue.offer(queue, event.value)
-          })
-        ),
-        Effect.catchAll((error) =>
-          Effect.gen(function*() {
-            yield* Effect.logDebug("event stream ended", error)
-            const problem = new AttachError({
-              message: (yield* Deferred.isDone(connected))
-                ? `lost the connection to the agent server at ${server.url} (session ${sessionID}; -s ${sessionID} continues it)`
-                : `cannot follow the events of the agent server at ${server.url}: ${error.message}`
-            })
-            yield* Deferred.fail(connected, problem)
-            yield* Deferred.fail(gone, problem)
-          })
-        ),
-        Effect.forkScoped
-      )
-      yield* Deferred.await(connected)
-      // A prompt is over once the events before its end have been handled.
-      return Stream.fromQueue(queue).pipe(
-        Stream.tap((event) =>
-          event.type === "prompt.finished"
-            ? Effect.suspend(() => {
-              const waiter = waiters.get(event.properties.messageID)
-              return waiter ? Deferred.succeed(waiter, event.properties) : Effect.void
-            })
-            : Effect.void
-        )
-      )
-    })
-
-  const turn = (request: TurnRequest) =>
-    Effect.gen(function*() {
-      const id = request.sessionID
-      const messageID = ascending("message") as MessageID
-      const finished = yield* Deferred.make<PromptFinished, UsageError>()
-      waiters.set(messageID, finished)
-      const options = {
-        messageID,
-        ...(request.agent !== undefined ? { agent: request.agent } : {}),
-        ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {})
-      }
-      if (request.command) {
-        // The command route answers when the run is over, which may be long after an HTTP client
-        // gives up; the end comes on the event stream, and the reply only matters as an error.
-        yield* client.session.command({
-          path: { id },
-          urlParams: {},
-          payload: {
-            ...options,
-            command: request.command.name,
-            arguments: request.command.arguments,
-            ...(request.model !== undefined ? { model: request.model } : {})
-          }
-        }).pipe(
-          Effect.catchAll((error) => {
-            const problem = failure(error)
-            return problem._tag === "UsageError" ? Deferred.fail(finished, problem) : Effect.logDebug("command request ended", problem.message)
-          }),
-          Effect.fork
-        )
-      } else {
-        const model = request.model !== undefined ? parseModelRef(request.model) : undefined
-        yield* client.session.promptAsync({
-          path: { id },
-          urlParams: {},
-          payload: {
-            ...options,
-            parts: request.parts,
-            ...(model ? { model } : {}),
-            ...(request.questions ? {} : { tools: { question: false } })
-          }
-        }).pipe(Effect.mapError(failure))
-      }
-      const ending = yield* Deferred.await(finished).pipe(
-        Effect.raceFirst(lost ? Deferred.await(lost) : Effect.never),
-        Effect.ensuring(Effect.sync(() => waiters.delete(messageID))),
-        Effect.either
-      )
-      // Lost on the way: the run's end is unknown here, reported like a failed run (with a result event).
-      if (ending._tag === "Left" && ending.left._tag === "AttachError") {
-        return { reason: "error" as const, error: { name: "AttachError", data: { message: ending.left.message } }, usage: { cost: 0, tokens: 0, steps: 0 }, answer: "" }
-      }
-      const done = yield* ending
-      if (done.reason === "error" && done.error && USAGE_ERRORS.has(done.error.name)) {
-        return yield* new UsageError({ message: done.error.data.message })
-      }
-      const answer = done.assistantID
-        ? yield* client.session.message({ path: { id, messageID: done.assistantID }, urlParams: {} }).pipe(
-          Effect.map((message) => answerOf(message.parts)),
-          Effect.mapError(failure)
-        )
-        : ""
-      return { reason: done.reason, ...(done.error ? { error: done.error } : {}), usage: done.usage, answer }
-    })
+  const attachment: Attachment = { server, client, failure, waiters: new Map(), lost: undefined }
 
   /** A reply the server did not take: said on stderr, the run goes on (it may wait for another answer). */
   const warn = (what: string) => (error: unknown) => Console.error(`agent: ${what}: ${failure(error).message}`)
-
-  /** `--agent` against the server's agents; the server checks its own default agent when it runs. */
-  const chooseAgent = (wanted: string | undefined) =>
-    Effect.gen(function*() {
-      if (wanted === undefined) return { agent: undefined } satisfies AgentChoice
-      const agents = yield* client.instance.agents({ urlParams: {} }).pipe(Effect.mapError(failure))
-      const check = checkAgent(wanted, agents)
-      if (check instanceof AgentNotFound) return yield* check
-      if (check.runs) return { agent: wanted } satisfies AgentChoice
-      // The server lists its default agent first.
-      const fallback = agents.find((agent) => agent.mode !== "subagent" && !agent.hidden)
-      return fallback ? fallbackChoice(check.why, fallback.name, agents) : { agent: undefined, note: check.why }
-    })
 
   return {
     directory: process.cwd(),
     approvesItself: false,
     approvals: `the database of the agent server at ${server.url}`,
-    chooseAgent,
+    chooseAgent: chooseAgent(attachment),
     findSession: (id) =>
       client.session.get({ path: { id: id as SessionID }, urlParams: {} }).pipe(
         Effect.map((session) => session.id),
@@ -295,7 +159,7 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
         Effect.map((session) => session.id),
         Effect.mapError(failure)
       ),
-    subscribe,
+    subscribe: subscribe(attachment),
     replyPermission: (request, answer) =>
       client.permission.reply({
         path: { requestID: request.id as PermissionID },
@@ -309,7 +173,7 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
           Effect.asVoid,
           Effect.catchAll(warn("the server did not take the answers"))
         ),
-    turn,
+    turn: turn(attachment),
     abort: (sessionID) =>
       client.session.abort({ path: { id: sessionID }, urlParams: {} }).pipe(
         Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("no answer within 5 s") }),
@@ -319,3 +183,156 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
     totals: (sessionID) => client.session.get({ path: { id: sessionID }, urlParams: {} }).pipe(Effect.timeout("5 seconds"), Effect.option)
   }
 }
+
+/** Whether an event is about one of `sessions`; a subagent's new session joins them. */
+const belongsTo = (sessions: Set<string>, event: BusEvent): boolean => {
+  switch (event.type) {
+    case "session.created":
+    case "session.updated":
+    case "session.deleted": {
+      const info = event.properties.info
+      if (info.parentID !== undefined && sessions.has(info.parentID)) sessions.add(info.id)
+      return sessions.has(info.id)
+    }
+    case "message.updated":
+      return sessions.has(event.properties.info.sessionID)
+    case "message.part.updated":
+      return sessions.has(event.properties.part.sessionID)
+    default: {
+      const owner = (event.properties as { readonly sessionID?: string }).sessionID
+      return owner !== undefined && sessions.has(owner)
+    }
+  }
+}
+
+/** Follows the server's events of one session (and its subagents'), once connected. */
+const subscribe = (attachment: Attachment) => (sessionID: SessionID) =>
+  Effect.gen(function*() {
+    const gone = yield* Deferred.make<never, AttachError>()
+    attachment.lost = gone
+    const connected = yield* Deferred.make<void, AttachError>()
+    // Only this session and its subagents' sessions; kept here, so the server never waits on us.
+    const sessions = new Set<string>([sessionID])
+    const ours = (event: BusEvent) => belongsTo(sessions, event)
+    // Read as fast as the server sends, so it never drops this client for falling behind.
+    const queue = yield* Queue.unbounded<BusEvent>()
+    // A lost connection ends the run with an error rather than risking a wait for an end that
+    // never comes (a restarted server knows nothing of the run); `-s` continues the session.
+    const wire = Client.events(attachment.server).pipe(Stream.concat(Stream.fail(new Error("the server closed the event stream"))))
+    yield* wire.pipe(
+      Stream.runForEach((wireEvent) =>
+        Effect.gen(function*() {
+          if (wireEvent.type === "server.connected") return yield* Deferred.succeed(connected, undefined)
+          const event = decodeEvent({ type: wireEvent.type, properties: wireEvent.properties })
+          if (Option.isSome(event) && ours(event.value)) yield* Queue.offer(queue, event.value)
+        })
+      ),
+      Effect.catchAll((error) =>
+        Effect.gen(function*() {
+          yield* Effect.logDebug("event stream ended", error)
+          const problem = new AttachError({
+            message: (yield* Deferred.isDone(connected))
+              ? `lost the connection to the agent server at ${attachment.server.url} (session ${sessionID}; -s ${sessionID} continues it)`
+              : `cannot follow the events of the agent server at ${attachment.server.url}: ${error.message}`
+          })
+          yield* Deferred.fail(connected, problem)
+          yield* Deferred.fail(gone, problem)
+        })
+      ),
+      Effect.forkScoped
+    )
+    yield* Deferred.await(connected)
+    // A prompt is over once the events before its end have been handled.
+    return Stream.fromQueue(queue).pipe(
+      Stream.tap((event) =>
+        event.type === "prompt.finished"
+          ? Effect.suspend(() => {
+            const waiter = attachment.waiters.get(event.properties.messageID)
+            return waiter ? Deferred.succeed(waiter, event.properties) : Effect.void
+          })
+          : Effect.void
+      )
+    )
+  })
+
+
+/** Sends one turn and waits for its end on the event stream. */
+const turn = (attachment: Attachment) => (request: TurnRequest) =>
+  Effect.gen(function*() {
+    const { client, failure, waiters } = attachment
+    const id = request.sessionID
+    const messageID = ascending("message") as MessageID
+    const finished = yield* Deferred.make<PromptFinished, UsageError>()
+    waiters.set(messageID, finished)
+    const options = {
+      messageID,
+      ...(request.agent !== undefined ? { agent: request.agent } : {}),
+      ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {})
+    }
+    if (request.command) {
+      // The command route answers when the run is over, which may be long after an HTTP client
+      // gives up; the end comes on the event stream, and the reply only matters as an error.
+      yield* client.session.command({
+        path: { id },
+        urlParams: {},
+        payload: {
+          ...options,
+          command: request.command.name,
+          arguments: request.command.arguments,
+          ...(request.model !== undefined ? { model: request.model } : {})
+        }
+      }).pipe(
+        Effect.catchAll((error) => {
+          const problem = failure(error)
+          return problem._tag === "UsageError" ? Deferred.fail(finished, problem) : Effect.logDebug("command request ended", problem.message)
+        }),
+        Effect.fork
+      )
+    } else {
+      const model = request.model !== undefined ? parseModelRef(request.model) : undefined
+      yield* client.session.promptAsync({
+        path: { id },
+        urlParams: {},
+        payload: {
+          ...options,
+          parts: request.parts,
+          ...(model ? { model } : {}),
+          ...(request.questions ? {} : { tools: { question: false } })
+        }
+      }).pipe(Effect.mapError(failure))
+    }
+    const ending = yield* Deferred.await(finished).pipe(
+      Effect.raceFirst(attachment.lost ? Deferred.await(attachment.lost) : Effect.never),
+      Effect.ensuring(Effect.sync(() => waiters.delete(messageID))),
+      Effect.either
+    )
+    // Lost on the way: the run's end is unknown here, reported like a failed run (with a result event).
+    if (ending._tag === "Left" && ending.left._tag === "AttachError") {
+      return { reason: "error" as const, error: { name: "AttachError", data: { message: ending.left.message } }, usage: { cost: 0, tokens: 0, steps: 0 }, answer: "" }
+    }
+    const done = yield* ending
+    if (done.reason === "error" && done.error && USAGE_ERRORS.has(done.error.name)) {
+      return yield* new UsageError({ message: done.error.data.message })
+    }
+    const answer = done.assistantID
+      ? yield* client.session.message({ path: { id, messageID: done.assistantID }, urlParams: {} }).pipe(
+        Effect.map((message) => answerOf(message.parts)),
+        Effect.mapError(failure)
+      )
+      : ""
+    return { reason: done.reason, ...(done.error ? { error: done.error } : {}), usage: done.usage, answer }
+  })
+
+
+/** `--agent` against the server's agents; the server checks its own default agent when it runs. */
+const chooseAgent = ({ client, failure }: Attachment) => (wanted: string | undefined) =>
+  Effect.gen(function*() {
+    if (wanted === undefined) return { agent: undefined } satisfies AgentChoice
+    const agents = yield* client.instance.agents({ urlParams: {} }).pipe(Effect.mapError(failure))
+    const check = checkAgent(wanted, agents)
+    if (check instanceof AgentNotFound) return yield* check
+    if (check.runs) return { agent: wanted } satisfies AgentChoice
+    // The server lists its default agent first.
+    const fallback = agents.find((agent) => agent.mode !== "subagent" && !agent.hidden)
+    return fallback ? fallbackChoice(check.why, fallback.name, agents) : { agent: undefined, note: check.why }
+  })

@@ -41,173 +41,202 @@ const toolLabel = (part: ToolPart) => {
   return `${part.tool}${title || description ? ` ${title || description}` : ""}`
 }
 
-export const make = (options: LiveProgressOptions): LiveProgress => {
-  const { ansi, sessionID } = options
-  const paint = (code: string, text: string) => (ansi ? `\x1b[${code}m${text}\x1b[0m` : text)
-  const spinner = ansi ? SPINNER_ANSI : SPINNER_PLAIN
-
+/** The view's state: an explicit value the functions below read and change. */
+interface View {
+  readonly options: LiveProgressOptions
+  readonly spinner: ReadonlyArray<string>
   /** Output that stays, not yet written. */
-  let pending = ""
+  pending: string
   /** Whether the output that stays (written and pending) ends at the start of a line. */
-  let atLineStart = true
+  atLineStart: boolean
   /** Width of the status line on screen; 0 when none is shown. */
-  let shownStatus = 0
-  let active = false
-  let paused = false
-  let frame = 0
-  let step = 0
-  let thinking = false
-  let timer: ReturnType<typeof setInterval> | undefined
-  let printed = ""
-  const assistantMessages = new Set<string>()
+  shownStatus: number
+  active: boolean
+  paused: boolean
+  frame: number
+  step: number
+  thinking: boolean
+  timer: ReturnType<typeof setInterval> | undefined
+  /** The streamed text shown so far. */
+  printed: string
+  readonly assistantMessages: Set<string>
   /** Text parts being streamed: characters shown so far. */
-  const texts = new Map<string, number>()
-  const endedTexts = new Set<string>()
-  const runningTools = new Map<string, string>()
-  const finishedTools = new Set<string>()
+  readonly texts: Map<string, number>
+  readonly endedTexts: Set<string>
+  readonly runningTools: Map<string, string>
+  readonly finishedTools: Set<string>
   /** The provider call being waited out before it is asked again. */
-  let retrying: { readonly retry: BusEventOf<"session.retry">["properties"]; readonly until: number } | undefined
+  retrying: { readonly retry: BusEventOf<"session.retry">["properties"]; readonly until: number } | undefined
+}
 
-  const emit = (text: string) => {
-    if (!text) return
-    pending += text
-    atLineStart = text.endsWith("\n")
-  }
-  const line = (text: string) => {
-    if (!atLineStart) emit("\n")
-    emit(`${text}\n`)
-  }
+const paint = (view: View, code: string, text: string) => (view.options.ansi ? `\x1b[${code}m${text}\x1b[0m` : text)
 
-  const status = () => {
-    const tools = [...runningTools.values()]
-    const doing = retrying
-      ? retryLine(retrying.retry, retrying.until - Date.now())
-      : tools.length > 0
-      ? `${tools[0]}${tools.length > 1 ? ` (+${tools.length - 1} more)` : ""}`
-      : thinking
-      ? "thinking"
-      : "waiting for the model"
-    const text = `${spinner[frame % spinner.length]} ${step > 0 ? `step ${step} · ` : ""}${doing}`
-    return clip(text, Math.max(10, options.columns() - 1))
-  }
+const emit = (view: View, text: string) => {
+  if (!text) return
+  view.pending += text
+  view.atLineStart = text.endsWith("\n")
+}
 
-  /** Writes everything in one call: erase the status line, the pending output, the status line again. */
-  const draw = () => {
-    let chunk = ""
-    if (shownStatus > 0) {
-      chunk += ansi ? "\r\x1b[2K" : `\r${" ".repeat(shownStatus)}\r`
-      shownStatus = 0
-    }
-    chunk += pending
-    pending = ""
-    if (active && !paused && atLineStart) {
-      const text = status()
-      chunk += paint("2", text)
-      shownStatus = text.length
-    }
-    if (chunk) options.write(chunk)
-  }
+const line = (view: View, text: string) => {
+  if (!view.atLineStart) emit(view, "\n")
+  emit(view, `${text}\n`)
+}
 
-  const showText = (partID: string, text: string) => {
-    emit(text)
-    printed += text
-    texts.set(partID, (texts.get(partID) ?? 0) + text.length)
-  }
+const status = (view: View) => {
+  const tools = [...view.runningTools.values()]
+  const doing = view.retrying
+    ? retryLine(view.retrying.retry, view.retrying.until - Date.now())
+    : tools.length > 0
+    ? `${tools[0]}${tools.length > 1 ? ` (+${tools.length - 1} more)` : ""}`
+    : view.thinking
+    ? "thinking"
+    : "waiting for the model"
+  const text = `${view.spinner[view.frame % view.spinner.length]} ${view.step > 0 ? `step ${view.step} · ` : ""}${doing}`
+  return clip(text, Math.max(10, view.options.columns() - 1))
+}
 
-  const event = (event: BusEvent) => {
-    if (event.type === "session.retry" && event.properties.sessionID === sessionID) {
-      retrying = { retry: event.properties, until: Date.now() + event.properties.delay }
+/** Writes everything in one call: erase the status line, the pending output, the status line again. */
+const draw = (view: View) => {
+  let chunk = ""
+  if (view.shownStatus > 0) {
+    chunk += view.options.ansi ? "\r\x1b[2K" : `\r${" ".repeat(view.shownStatus)}\r`
+    view.shownStatus = 0
+  }
+  chunk += view.pending
+  view.pending = ""
+  if (view.active && !view.paused && view.atLineStart) {
+    const text = status(view)
+    chunk += paint(view, "2", text)
+    view.shownStatus = text.length
+  }
+  if (chunk) view.options.write(chunk)
+}
+
+const showText = (view: View, partID: string, text: string) => {
+  emit(view, text)
+  view.printed += text
+  view.texts.set(partID, (view.texts.get(partID) ?? 0) + text.length)
+}
+
+/** A part of the shown session changed: a step began, text ended, a tool ran or finished. */
+const onPart = (view: View, part: BusEventOf<"message.part.updated">["properties"]["part"]) => {
+  switch (part.type) {
+    case "step-start":
+      view.step++
+      view.thinking = false
+      return
+    case "reasoning":
+      view.thinking = part.time.end === undefined
+      return
+    case "text": {
+      if (!view.assistantMessages.has(part.messageID) || part.synthetic || view.endedTexts.has(part.id)) return
+      if (!view.texts.has(part.id)) view.texts.set(part.id, 0)
+      if (part.time?.end === undefined) return
+      // The end carries the whole text: show whatever the deltas did not.
+      showText(view, part.id, part.text.slice(view.texts.get(part.id)))
+      view.endedTexts.add(part.id)
+      if (!view.atLineStart) {
+        emit(view, "\n")
+        view.printed += "\n"
+      }
       return
     }
-    if ((event.type === "message.part.delta" || event.type === "message.part.updated") && retrying) retrying = undefined
-    switch (event.type) {
-      case "message.updated": {
-        const info = event.properties.info
-        if (info.sessionID === sessionID && info.role === "assistant") assistantMessages.add(info.id)
+    case "tool": {
+      const state = part.state
+      if (state.status === "pending" || state.status === "running") {
+        view.runningTools.set(part.id, toolLabel(part))
         return
       }
-      case "message.part.delta": {
-        const delta = event.properties
-        if (delta.sessionID !== sessionID || delta.field !== "text" || !texts.has(delta.partID) || endedTexts.has(delta.partID)) return
-        thinking = false
-        return showText(delta.partID, delta.delta)
-      }
-      case "message.part.updated": {
-        const part = event.properties.part
-        if (part.sessionID !== sessionID) return
-        switch (part.type) {
-          case "step-start":
-            step++
-            thinking = false
-            return
-          case "reasoning":
-            thinking = part.time.end === undefined
-            return
-          case "text": {
-            if (!assistantMessages.has(part.messageID) || part.synthetic || endedTexts.has(part.id)) return
-            if (!texts.has(part.id)) texts.set(part.id, 0)
-            if (part.time?.end === undefined) return
-            // The end carries the whole text: show whatever the deltas did not.
-            showText(part.id, part.text.slice(texts.get(part.id)))
-            endedTexts.add(part.id)
-            if (!atLineStart) {
-              emit("\n")
-              printed += "\n"
-            }
-            return
-          }
-          case "tool": {
-            const state = part.state
-            if (state.status === "pending" || state.status === "running") {
-              runningTools.set(part.id, toolLabel(part))
-              return
-            }
-            runningTools.delete(part.id)
-            if (finishedTools.has(part.id)) return
-            finishedTools.add(part.id)
-            if (state.status === "completed") line(`${paint("32", "✓")} ${part.tool.padEnd(10)} ${state.title}`)
-            else line(`${paint("31", "✗")} ${part.tool.padEnd(10)} failed: ${state.error.split("\n")[0]}`)
-            return
-          }
-          default:
-            return
-        }
-      }
-      default:
-        return
+      view.runningTools.delete(part.id)
+      if (view.finishedTools.has(part.id)) return
+      view.finishedTools.add(part.id)
+      if (state.status === "completed") line(view, `${paint(view, "32", "✓")} ${part.tool.padEnd(10)} ${state.title}`)
+      else line(view, `${paint(view, "31", "✗")} ${part.tool.padEnd(10)} failed: ${state.error.split("\n")[0]}`)
+      return
     }
+    default:
+      return
   }
+}
 
+const onEvent = (view: View, event: BusEvent) => {
+  const { sessionID } = view.options
+  if (event.type === "session.retry" && event.properties.sessionID === sessionID) {
+    view.retrying = { retry: event.properties, until: Date.now() + event.properties.delay }
+    return
+  }
+  if ((event.type === "message.part.delta" || event.type === "message.part.updated") && view.retrying) view.retrying = undefined
+  switch (event.type) {
+    case "message.updated": {
+      const info = event.properties.info
+      if (info.sessionID === sessionID && info.role === "assistant") view.assistantMessages.add(info.id)
+      return
+    }
+    case "message.part.delta": {
+      const delta = event.properties
+      if (delta.sessionID !== sessionID || delta.field !== "text" || !view.texts.has(delta.partID) || view.endedTexts.has(delta.partID)) return
+      view.thinking = false
+      return showText(view, delta.partID, delta.delta)
+    }
+    case "message.part.updated":
+      if (event.properties.part.sessionID === sessionID) onPart(view, event.properties.part)
+      return
+    default:
+      return
+  }
+}
+
+export const make = (options: LiveProgressOptions): LiveProgress => {
+  const view: View = {
+    options,
+    spinner: options.ansi ? SPINNER_ANSI : SPINNER_PLAIN,
+    pending: "",
+    atLineStart: true,
+    shownStatus: 0,
+    active: false,
+    paused: false,
+    frame: 0,
+    step: 0,
+    thinking: false,
+    timer: undefined,
+    printed: "",
+    assistantMessages: new Set(),
+    texts: new Map(),
+    endedTexts: new Set(),
+    runningTools: new Map(),
+    finishedTools: new Set(),
+    retrying: undefined
+  }
   return {
-    event,
+    event: (event) => onEvent(view, event),
     start: () => {
-      active = true
-      paused = false
-      if (timer === undefined) {
-        timer = setInterval(() => {
-          frame++
-          draw()
+      view.active = true
+      view.paused = false
+      if (view.timer === undefined) {
+        view.timer = setInterval(() => {
+          view.frame++
+          draw(view)
         }, FRAME_MS)
-        timer.unref()
+        view.timer.unref()
       }
-      draw()
+      draw(view)
     },
     pause: () => {
-      paused = true
-      if (!atLineStart) emit("\n")
-      draw()
+      view.paused = true
+      if (!view.atLineStart) emit(view, "\n")
+      draw(view)
     },
     resume: () => {
-      paused = false
+      view.paused = false
     },
     stop: () => {
-      active = false
-      if (timer !== undefined) clearInterval(timer)
-      timer = undefined
-      if (!atLineStart) emit("\n")
-      draw()
+      view.active = false
+      if (view.timer !== undefined) clearInterval(view.timer)
+      view.timer = undefined
+      if (!view.atLineStart) emit(view, "\n")
+      draw(view)
     },
-    shown: (text) => printed.includes(text)
+    shown: (text) => view.printed.includes(text)
   }
 }
 

@@ -141,6 +141,148 @@ const EXIT_COMMANDS = new Set(["/exit", "/quit"])
 /** Whether someone can answer questions: stdin and stderr are a terminal. */
 export const atTerminal = () => process.stdin.isTTY === true && process.stderr.isTTY === true
 
+/** What one `agent run` has settled before its turns: shared by the functions below. */
+interface Run<E> {
+  readonly input: RunInput
+  readonly target: RunTarget<E>
+  readonly report: RunResult.RunReport
+  readonly sessionID: SessionID
+  readonly chosen: AgentChoice
+  readonly json: boolean
+  /** Someone can answer questions (stdin and stderr are a terminal). */
+  readonly terminal: boolean
+  /** The live view, when stdout is a terminal and the format is the default. */
+  readonly view: LiveProgress.LiveProgress | undefined
+  /** Parts already printed as JSON events (each once). */
+  readonly printedParts: Set<string>
+}
+
+/** The session the run goes to: `--session`, `--continue`'s latest or a new one; forked with `--fork`. */
+const openSession = <E>(input: RunInput, target: RunTarget<E>, text: string) =>
+  Effect.gen(function*() {
+    let sessionID: SessionID
+    if (Option.isSome(input.session)) {
+      sessionID = yield* target.findSession(input.session.value)
+    } else if (input.continue) {
+      const latest = yield* target.latestSession
+      if (!latest) return yield* new UsageError({ message: "no session to continue in this project" })
+      sessionID = latest
+    } else {
+      const title = Option.getOrUndefined(input.title)
+      sessionID = yield* target.createSession(title !== undefined ? title || text.slice(0, 50) : undefined)
+    }
+    return input.fork ? yield* target.forkSession(sessionID) : sessionID
+  })
+
+/** Gives the terminal to a question (or a line on stderr), and back. */
+const asking = <E, A>(run: Run<E>, question: Effect.Effect<A>) => {
+  const view = run.view
+  return view ? Effect.sync(view.pause).pipe(Effect.zipRight(question), Effect.ensuring(Effect.sync(view.resume))) : question
+}
+
+/** Shows one event of the run: a JSON line, the live view, or a line on stderr for a watching terminal. */
+const showEvent = <E>(run: Run<E>, event: BusEvent) =>
+  Effect.gen(function*() {
+    const { sessionID } = run
+    if (run.json) {
+      const line = jsonEvent(sessionID, event, run.printedParts)
+      if (line) yield* Console.log(JSON.stringify(line))
+    } else if (run.view) {
+      run.view.event(event)
+    } else if (event.type === "session.retry" && event.properties.sessionID === sessionID) {
+      yield* Console.error(LiveProgress.retryLine(event.properties, event.properties.delay))
+    } else if (run.terminal) {
+      const line = progressLine(sessionID, event)
+      if (line) yield* Console.error(line)
+    }
+  })
+
+/** Answers a question or permission the run asks: at the terminal, by `--auto-approve`, or rejected. */
+const answerAsk = <E>(run: Run<E>, event: BusEvent) =>
+  Effect.gen(function*() {
+    const { input, target } = run
+    if (event.type === "question.asked") {
+      // Without a terminal the model is not offered the question tool; a command may still ask.
+      const answers = run.terminal ? yield* asking(run, answerOnTerminal(event.properties)) : undefined
+      yield* target.replyQuestion(event.properties, answers)
+    }
+    if (event.type !== "permission.asked") return
+    const request = event.properties
+    if (input.autoApprove && request.requiresPerson === undefined) {
+      if (!target.approvesItself) yield* target.replyPermission(request, { reply: "once" })
+    } else if (run.terminal) {
+      yield* target.replyPermission(request, yield* asking(run, askOnTerminal(request, target.approvals)))
+    } else if (request.requiresPerson !== undefined) {
+      yield* asking(
+        run,
+        Console.error(
+          `agent: permission asked for ${describeRequest(request)}; rejected: only a person may approve it (${request.requiresPerson}), and there is no terminal to ask${input.autoApprove ? "; --auto-approve does not answer it" : ""}`
+        )
+      )
+      yield* target.replyPermission(request, { reply: "reject" })
+    } else {
+      // No one can answer: reject, and say so where a script's author will look.
+      yield* asking(
+        run,
+        Console.error(`agent: permission asked for ${describeRequest(request)}; rejected (no terminal to ask; pass --auto-approve to allow)`)
+      )
+      yield* target.replyPermission(request, { reply: "reject" })
+    }
+  })
+
+/** The end of a turn: the result event, or the answer on stdout and any failure on stderr. */
+const printResult = <E>(run: Run<E>, outcome: TurnOutcome, code: number) =>
+  Effect.gen(function*() {
+    if (run.json) {
+      // A database that fails here still gets its result line, without the session's totals.
+      const totals = yield* run.target.totals(run.sessionID).pipe(Effect.catchAllDefect(() => Effect.succeed(Option.none())))
+      yield* RunResult.printResult(run.report, {
+        status: outcome.reason,
+        exitCode: code,
+        reason: outcome.error?.data.message ?? outcome.reason,
+        text: outcome.answer,
+        steps: outcome.usage.steps,
+        tokens: Option.match(totals, { onNone: () => undefined, onSome: (info) => info.tokens }),
+        cost: Option.match(totals, { onNone: () => outcome.usage.cost, onSome: (info) => info.cost ?? 0 })
+      })
+    } else {
+      // The live view has shown the answer as it streamed.
+      if (outcome.answer && !run.view?.shown(outcome.answer)) yield* Console.log(outcome.answer)
+      if (outcome.reason !== "completed") {
+        yield* Console.error(`agent: run ${outcome.reason}${outcome.error ? `: ${outcome.error.data.message}` : ""}`)
+      }
+    }
+  })
+
+/** One prompt (or, first, the `--command` with the message as its arguments), run to its end; the exit code it earns. */
+const runTurn = <E>(run: Run<E>, parts: ReadonlyArray<PromptPart>, command?: { readonly name: string; readonly arguments: string }) =>
+  Effect.gen(function*() {
+    const { input, sessionID, target, view } = run
+    run.report.printed = false
+    if (view) view.start()
+    const outcome = yield* target.turn({
+      sessionID,
+      parts,
+      ...(command ? { command } : {}),
+      ...(run.chosen.agent !== undefined ? { agent: run.chosen.agent } : {}),
+      ...(Option.isSome(input.model) ? { model: input.model.value } : {}),
+      autoApprove: input.autoApprove,
+      questions: run.terminal,
+      ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {})
+    }).pipe(
+      Effect.ensuring(Effect.sync(() => view?.stop())),
+      // Ctrl-C: stop the run cleanly (tools killed, parts marked), report, exit 130.
+      Effect.onInterrupt(() =>
+        target.abort(sessionID).pipe(
+          Effect.zipRight(printResult(run, { reason: "aborted", usage: { cost: 0, tokens: 0, steps: 0 }, answer: "" }, ExitCode.interrupted))
+        )
+      )
+    )
+    const code = exitCodeOf(outcome.reason)
+    yield* printResult(run, outcome, code)
+    return code
+  })
+
 /**
  * Runs the flags' prompt (and, with `-i`, the ones typed after it) on the target; the exit code.
  * `report` tells the caller what is left to say if this fails (see RunResult.ts).
@@ -168,18 +310,7 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
     const model: ModelRef | undefined = Option.isSome(input.model) ? parseModelRef(input.model.value) : undefined
     if (Option.isSome(input.model) && !model) return yield* new UsageError({ message: `--model must be provider/model, got "${input.model.value}"` })
 
-    let sessionID: SessionID
-    if (Option.isSome(input.session)) {
-      sessionID = yield* target.findSession(input.session.value)
-    } else if (input.continue) {
-      const latest = yield* target.latestSession
-      if (!latest) return yield* new UsageError({ message: "no session to continue in this project" })
-      sessionID = latest
-    } else {
-      const title = Option.getOrUndefined(input.title)
-      sessionID = yield* target.createSession(title !== undefined ? title || text.slice(0, 50) : undefined)
-    }
-    if (input.fork) sessionID = yield* target.forkSession(sessionID)
+    const sessionID = yield* openSession(input, target, text)
     report.sessionID = sessionID
 
     const view = live
@@ -191,118 +322,24 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
         columns: () => process.stdout.columns || 80
       })
       : undefined
-    /** Gives the terminal to a question (or a line on stderr), and back. */
-    const asking = <A>(question: Effect.Effect<A>) =>
-      view ? Effect.sync(view.pause).pipe(Effect.zipRight(question), Effect.ensuring(Effect.sync(view.resume))) : question
+    const run: Run<E> = { input, target, report, sessionID, chosen, json, terminal, view, printedParts: new Set() }
 
-    const printedParts = new Set<string>()
     // Every event of the run, from before the prompt, so nothing is missed.
     const events = yield* target.subscribe(sessionID)
     yield* events.pipe(
-      Stream.runForEach((event) =>
-        Effect.gen(function*() {
-          if (json) {
-            const line = jsonEvent(sessionID, event, printedParts)
-            if (line) yield* Console.log(JSON.stringify(line))
-          } else if (view) {
-            view.event(event)
-          } else if (event.type === "session.retry" && event.properties.sessionID === sessionID) {
-            yield* Console.error(LiveProgress.retryLine(event.properties, event.properties.delay))
-          } else if (terminal) {
-            const line = progressLine(sessionID, event)
-            if (line) yield* Console.error(line)
-          }
-          if (event.type === "question.asked") {
-            // Without a terminal the model is not offered the question tool; a command may still ask.
-            const answers = terminal ? yield* asking(answerOnTerminal(event.properties)) : undefined
-            yield* target.replyQuestion(event.properties, answers)
-          }
-          if (event.type === "permission.asked") {
-            const request = event.properties
-            if (input.autoApprove && request.requiresPerson === undefined) {
-              if (!target.approvesItself) yield* target.replyPermission(request, { reply: "once" })
-            } else if (terminal) {
-              yield* target.replyPermission(request, yield* asking(askOnTerminal(request, target.approvals)))
-            } else if (request.requiresPerson !== undefined) {
-              yield* asking(
-                Console.error(
-                  `agent: permission asked for ${describeRequest(request)}; rejected: only a person may approve it (${request.requiresPerson}), and there is no terminal to ask${input.autoApprove ? "; --auto-approve does not answer it" : ""}`
-                )
-              )
-              yield* target.replyPermission(request, { reply: "reject" })
-            } else {
-              // No one can answer: reject, and say so where a script's author will look.
-              yield* asking(
-                Console.error(`agent: permission asked for ${describeRequest(request)}; rejected (no terminal to ask; pass --auto-approve to allow)`)
-              )
-              yield* target.replyPermission(request, { reply: "reject" })
-            }
-          }
-        })
-      ),
+      Stream.runForEach((event) => Effect.zipRight(showEvent(run, event), answerAsk(run, event))),
       Effect.catchAllCause((cause) => Effect.logError("event printer stopped", cause)),
       Effect.forkScoped
     )
 
-    const printResult = (outcome: TurnOutcome, code: number) =>
-      Effect.gen(function*() {
-        if (json) {
-          // A database that fails here still gets its result line, without the session's totals.
-          const totals = yield* target.totals(sessionID).pipe(Effect.catchAllDefect(() => Effect.succeed(Option.none())))
-          yield* RunResult.printResult(report, {
-            status: outcome.reason,
-            exitCode: code,
-            reason: outcome.error?.data.message ?? outcome.reason,
-            text: outcome.answer,
-            steps: outcome.usage.steps,
-            tokens: Option.match(totals, { onNone: () => undefined, onSome: (info) => info.tokens }),
-            cost: Option.match(totals, { onNone: () => outcome.usage.cost, onSome: (info) => info.cost ?? 0 })
-          })
-        } else {
-          // The live view has shown the answer as it streamed.
-          if (outcome.answer && !view?.shown(outcome.answer)) yield* Console.log(outcome.answer)
-          if (outcome.reason !== "completed") {
-            yield* Console.error(`agent: run ${outcome.reason}${outcome.error ? `: ${outcome.error.data.message}` : ""}`)
-          }
-        }
-      })
-
-    /** One prompt (or, first, the `--command` with the message as its arguments), run to its end; the exit code it earns. */
-    const turn = (parts: ReadonlyArray<PromptPart>, command?: { readonly name: string; readonly arguments: string }) =>
-      Effect.gen(function*() {
-        report.printed = false
-        if (view) view.start()
-        const outcome = yield* target.turn({
-          sessionID,
-          parts,
-          ...(command ? { command } : {}),
-          ...(chosen.agent !== undefined ? { agent: chosen.agent } : {}),
-          ...(Option.isSome(input.model) ? { model: input.model.value } : {}),
-          autoApprove: input.autoApprove,
-          questions: terminal,
-          ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {})
-        }).pipe(
-          Effect.ensuring(Effect.sync(() => view?.stop())),
-          // Ctrl-C: stop the run cleanly (tools killed, parts marked), report, exit 130.
-          Effect.onInterrupt(() =>
-            target.abort(sessionID).pipe(
-              Effect.zipRight(printResult({ reason: "aborted", usage: { cost: 0, tokens: 0, steps: 0 }, answer: "" }, ExitCode.interrupted))
-            )
-          )
-        )
-        const code = exitCodeOf(outcome.reason)
-        yield* printResult(outcome, code)
-        return code
-      })
-
     let code: number = ExitCode.ok
-    if (Option.isSome(input.command)) code = yield* turn(files, { name: input.command.value, arguments: text })
-    else if (text || files.length > 0) code = yield* turn([...(text ? [{ type: "text" as const, text }] : []), ...files])
+    if (Option.isSome(input.command)) code = yield* runTurn(run, files, { name: input.command.value, arguments: text })
+    else if (text || files.length > 0) code = yield* runTurn(run, [...(text ? [{ type: "text" as const, text }] : []), ...files])
     if (!input.interactive) return code
     // The conversation goes on in the same session until /exit or the end of input.
     for (;;) {
       const line = yield* readPrompt
       if (line === undefined || EXIT_COMMANDS.has(line.trim())) return code
-      if (line.trim()) code = yield* turn([{ type: "text", text: line.trim() }])
+      if (line.trim()) code = yield* runTurn(run, [{ type: "text", text: line.trim() }])
     }
   }).pipe(Effect.scoped)

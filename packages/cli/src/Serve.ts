@@ -5,17 +5,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import { Console, Effect, Layer, Option } from "effect"
 import { shutdown, UsageError } from "./ExitCode.js"
 import type { ServeInput } from "./ServeCommand.js"
-
-/**
- * Operations a fiber runs before it lets others in when it has not reached an async boundary
- * (Effect's default is 2048). In a server the fibers that compete are other sessions' steps: a
- * forced yield in the middle of one step's synchronous work only shares the thread out, so that a
- * burst of steps all finish late instead of one after another, and each yield costs a scheduler
- * turn. At this bound a fiber switches at real waits (I/O, timers, queues) and practically never
- * on a count. bench:server's varied phase, 12 interleaved pairs at load 0.3–2.3: p99 lower in 10,
- * equal in 1, higher in 1 (medians over the runs 80 vs 89.5 ms; 47–49 vs 51–74 ms in the quiet set).
- */
-const MAX_OPS_BEFORE_YIELD = 100_000_000
+import { yieldAtWaitsOnly } from "./startup/ServerScheduling.js"
 
 /** Why the server could not listen, in words: a taken or forbidden port is a usage problem (exit 2). */
 const listenProblem = (cause: unknown, options: Server.ServerOptions) => {
@@ -58,4 +48,4 @@ export const serve = (flags: ServeInput) =>
         (error) => Effect.fail(listenProblem(error.cause, options))
       )
     )
-  }).pipe(Effect.provide(makeAppLayer({ database: Database.layerServer })), Effect.withMaxOpsBeforeYield(MAX_OPS_BEFORE_YIELD))
+  }).pipe(Effect.provide(makeAppLayer({ database: Database.layerServer })), yieldAtWaitsOnly)

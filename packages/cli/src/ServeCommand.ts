@@ -25,7 +25,7 @@ export const serveConfig = {
 
 export type ServeInput = Command.Command.ParseConfig<typeof serveConfig>
 
-// A long-running server: its young generation is not capped, its old one grows by half at most (see EngineFlags.ts).
+// A long-running server: its young generation is not capped, its old one grows by half at most (see startup/YoungGeneration.ts and startup/OldGeneration.ts).
 export const serveCommand = Command.make(
   "serve",
   serveConfig,

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { atStartup } from "./EngineFlags.js"
+import { atStartup } from "./startup/EngineFlags.js"
 import { VERSION } from "./Version.js"
 
 // Answer --version before loading anything heavy.
@@ -17,8 +17,8 @@ for (const stream of [process.stdout, process.stderr]) {
   })
 }
 
-// Before any module is evaluated or any wasm compiled (see EngineFlags.ts).
+// Before any module is evaluated or any wasm compiled (see startup/EngineFlags.ts).
 atStartup()
 
-// Not a top-level await: the bundle is CommonJS (see CompileCache.ts).
+// Not a top-level await: the bundle is CommonJS (see startup/CodeCache.ts).
 void import("./Main.js").then(({ main }) => main(process.argv))

@@ -6,7 +6,7 @@ import * as path from "node:path"
 import { bin } from "./AgentProcess.js"
 
 /**
- * The bundled CLI keeps V8's bytecode of its files between runs (src/CompileCache.ts). Each test
+ * The bundled CLI keeps V8's bytecode of its files between runs (src/startup/CodeCache.ts). Each test
  * runs a copy of the bundle, so the cache it looks at is its own.
  */
 const copies: Array<string> = []

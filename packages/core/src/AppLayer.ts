@@ -8,6 +8,7 @@ import { PermissionPolicy } from "./permission/PermissionPolicy.js"
 import { PermissionService } from "./permission/PermissionService.js"
 import { Bus } from "./runtime/Bus.js"
 import { Instance } from "./runtime/Instance.js"
+import * as Tracing from "./runtime/Tracing.js"
 import { CommandRegistry } from "./session/CommandRegistry.js"
 import { SessionLoop } from "./session/SessionLoop.js"
 import { Compaction } from "./context/Compaction.js"
@@ -25,6 +26,7 @@ import { SessionChanges } from "./snapshot/SessionChanges.js"
 import { Snapshot } from "./snapshot/Snapshot.js"
 import { type AnyTool } from "./tool/Tool.js"
 import { ToolRegistry } from "./tool/ToolRegistry.js"
+import { FileTimes } from "./tool/FileTimes.js"
 import { Truncation } from "./tool/Truncation.js"
 import * as BuiltinTools from "./tools/BuiltinTools.js"
 
@@ -47,6 +49,8 @@ export interface AppLayerOptions<PolicyError = never> {
   readonly tools?: ReadonlyArray<AnyTool>
   /** Where the agent's processes run (default: `Sandbox.layer`, bubblewrap on Linux); a container or remote backend goes here. */
   readonly sandbox?: Layer.Layer<Sandbox, never, Instance | Bus>
+  /** Where spans go (default: `Tracing.layer`, stderr under `AGENT_TRACE=1`, else Effect's default tracer). */
+  readonly tracing?: Layer.Layer<never, never, Instance>
 }
 
 export type AppServices =
@@ -83,8 +87,10 @@ export const makeAppLayer = <PolicyError = never>(
   options: AppLayerOptions<PolicyError> = {}
 ): Layer.Layer<AppServices, ConfigError | PolicyError> => {
   const instance = options.instance ?? Instance.layer
+  // The tracer is set first, so that it is in place for everything built after it.
+  const traced = Layer.provideMerge(options.tracing ?? Tracing.layer, instance)
   const configured = Layer.mergeAll(ConfigService.layer, options.database ?? Database.layer, Bus.layer).pipe(
-    Layer.provideMerge(instance)
+    Layer.provideMerge(traced)
   )
   const sandboxed = (options.sandbox ?? Sandbox.layer).pipe(Layer.provideMerge(configured))
   const services = Layer.mergeAll(
@@ -95,6 +101,7 @@ export const makeAppLayer = <PolicyError = never>(
     options.providers ?? ProviderRegistry.layer,
     options.llm ?? LLMService.layer,
     Truncation.layer,
+    FileTimes.layer,
     InstructionLoader.layer,
     SkillRegistry.layer,
     QuestionService.layer,

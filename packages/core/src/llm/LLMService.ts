@@ -1,9 +1,10 @@
 import type { FinishReason, TokenUsage } from "@agent/domain"
-import { APICallError, InvalidResponseDataError, type LanguageModelV3FunctionTool, type SharedV3ProviderOptions, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from "@ai-sdk/provider"
+import { APICallError, InvalidResponseDataError, type LanguageModelV3FunctionTool, type SharedV3ProviderOptions, type LanguageModelV3StreamPart } from "@ai-sdk/provider"
 import type { ModelMessage } from "ai"
 import { Chunk, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
 import { providerOptions } from "./ProviderOptions.js"
+import { costOf, sdkUsage, toTokenUsage } from "./Usage.js"
 import { toProviderPrompt } from "./ProviderPrompt.js"
 
 /** A tool as the model sees it. */
@@ -25,6 +26,9 @@ export interface LLMRequest {
   /** Provider options of this call (the agent's, a variant's), merged over the model's own `options`. */
   readonly options?: Readonly<Record<string, unknown>>
   readonly abortSignal?: AbortSignal
+  /** The session and agent the call is for: attributes of its span only. */
+  readonly sessionID?: string
+  readonly agent?: string
 }
 
 /** The stream of one model step, reduced to what the session processor needs. */
@@ -89,29 +93,36 @@ export interface LLMServiceShape {
 
 export class LLMService extends Context.Tag("@agent/core/LLMService")<LLMService, LLMServiceShape>() {
   /** The provider's `doStream`, one step per call, no SDK retries (the loop retries). */
-  static readonly layer: Layer.Layer<LLMService> = Layer.succeed(LLMService, {
-    stream: (request) =>
-      Stream.unwrapScoped(Effect.uninterruptibleMask((restore) =>
-        restore(openStep(request)).pipe(
-          Effect.tap((step) => Effect.addFinalizer(() => Effect.sync(step.release))),
-          Effect.map(({ next }) =>
-            Stream.repeatEffectChunkOption(next.pipe(
-              Effect.mapError(Option.some),
-              Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray(batch)) : Effect.fail(Option.none()))
-            )))
-        ))),
-    // No scope: closing one runs each finalizer with the fiber's services diffed and restored
-    // (~0.1 ms per step with the runtime's 26-43 services); `ensuring` does not.
-    call: (request, onEvent) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(restore(openStep(request)), ({ next, release }) =>
-          restore(Effect.gen(function*() {
-            for (;;) {
-              const batch = yield* next
-              if (!batch) return
-              for (const event of batch) yield* onEvent(event)
-            }
-          })).pipe(Effect.ensuring(Effect.sync(release)))))
+  static readonly layer: Layer.Layer<LLMService> = Layer.sync(LLMService, () => {
+    const open = openStep(recentSystems())
+    return {
+      stream: (request) =>
+        Stream.unwrapScoped(Effect.uninterruptibleMask((restore) =>
+          restore(open(request)).pipe(
+            Effect.tap((step) => Effect.addFinalizer(() => Effect.sync(step.release))),
+            Effect.map(({ next }) =>
+              Stream.repeatEffectChunkOption(next.pipe(
+                Effect.mapError(Option.some),
+                Effect.flatMap((batch) => batch ? Effect.succeed(Chunk.unsafeFromArray(batch)) : Effect.fail(Option.none()))
+              )))
+          ))).pipe(Stream.withSpan("LLMService.stream", spanOptions(request))),
+      // No scope: closing one runs each finalizer with the fiber's services diffed and restored
+      // (~0.1 ms per step with the runtime's 26-43 services); `ensuring` does not.
+      call: (request, onEvent) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(open(request)), ({ next, release }) =>
+            restore(Effect.gen(function*() {
+              for (;;) {
+                const batch = yield* next
+                if (!batch) return
+                for (const event of batch) yield* onEvent(event)
+              }
+            })).pipe(Effect.ensuring(Effect.sync(release))))).pipe(
+          // A plain span rather than `Effect.fn`: `call` is generic in the callback's error, and
+          // once per step a stack trace is not worth its capture.
+          Effect.withSpan("LLMService.call", spanOptions(request))
+        )
+    }
   })
 
   /** A service from a stream alone (a custom or wrapped model backend); `call` folds the stream. */
@@ -121,49 +132,17 @@ export class LLMService extends Context.Tag("@agent/core/LLMService")<LLMService
   })
 }
 
-// --- usage and cost --------------------------------------------------------------------------
-
-interface SdkUsage {
-  readonly inputTokens: number | undefined
-  readonly inputTokenDetails?: {
-    readonly noCacheTokens: number | undefined
-    readonly cacheReadTokens: number | undefined
-    readonly cacheWriteTokens: number | undefined
-  }
-  readonly outputTokens: number | undefined
-  readonly outputTokenDetails?: { readonly reasoningTokens: number | undefined }
-  readonly totalTokens: number | undefined
-}
-
-/** OpenCode's accounting: input excludes cached tokens, output excludes reasoning. */
-export const toTokenUsage = (usage: SdkUsage): TokenUsage => {
-  const cacheRead = usage.inputTokenDetails?.cacheReadTokens ?? 0
-  const cacheWrite = usage.inputTokenDetails?.cacheWriteTokens ?? 0
-  const reasoning = usage.outputTokenDetails?.reasoningTokens ?? 0
-  const inputTotal = usage.inputTokens ?? 0
-  const input = usage.inputTokenDetails?.noCacheTokens ?? Math.max(0, inputTotal - cacheRead - cacheWrite)
-  const output = Math.max(0, (usage.outputTokens ?? 0) - reasoning)
-  return {
-    input,
-    output,
-    reasoning,
-    cache: { read: cacheRead, write: cacheWrite },
-    total: usage.totalTokens ?? input + output + reasoning + cacheRead + cacheWrite
-  }
-}
-
-/** USD for one step; reasoning is billed at the output rate. */
-export const costOf = (info: ModelInfo, usage: TokenUsage): number => {
-  const price = info.cost
-  if (!price) return 0
-  return (
-    (usage.input * price.input +
-      (usage.output + usage.reasoning) * price.output +
-      usage.cache.read * (price.cacheRead ?? price.input) +
-      usage.cache.write * (price.cacheWrite ?? price.input)) /
-    1_000_000
-  )
-}
+/** The model call's span: which session, agent and model it is for. */
+const spanOptions = (request: LLMRequest) => ({
+  attributes: {
+    "model.provider": request.model.info.providerID,
+    "model.id": request.model.info.modelID,
+    ...(request.sessionID !== undefined ? { "session.id": request.sessionID } : {}),
+    ...(request.agent !== undefined ? { agent: request.agent } : {})
+  },
+  kind: "client" as const,
+  captureStackTrace: false
+})
 
 // --- errors ----------------------------------------------------------------------------------
 
@@ -306,19 +285,22 @@ const parseToolCall = (
  * The system prompt as one string, the same string while its parts are the same: every step of
  * every session of an agent sends the same tens of KB, and the provider holds that string for the
  * whole model call, long enough to be moved to the old generation; one copy kept here is not.
+ * Each service (so each runtime) keeps its own few.
  */
-const joinedSystem = (parts: ReadonlyArray<string>): string => {
-  for (const entry of recentSystems) {
-    if (entry.parts.length === parts.length && entry.parts.every((part, index) => part === parts[index])) return entry.joined
+const recentSystems = () => {
+  const recent: Array<{ readonly parts: ReadonlyArray<string>; readonly joined: string }> = []
+  return (parts: ReadonlyArray<string>): string => {
+    for (const entry of recent) {
+      if (entry.parts.length === parts.length && entry.parts.every((part, index) => part === parts[index])) return entry.joined
+    }
+    const joined = parts.join("\n\n")
+    recent.unshift({ parts: [...parts], joined })
+    if (recent.length > RECENT_SYSTEMS) recent.pop()
+    return joined
   }
-  const joined = parts.join("\n\n")
-  recentSystems.unshift({ parts: [...parts], joined })
-  if (recentSystems.length > RECENT_SYSTEMS) recentSystems.pop()
-  return joined
 }
 /** Agents (and models) a server runs at once, each with its own system prompt. */
 const RECENT_SYSTEMS = 16
-const recentSystems: Array<{ readonly parts: ReadonlyArray<string>; readonly joined: string }> = []
 
 /** Parts read ahead of the loop before the pump waits for it (an answer's parts are small). */
 const PUMP_HIGH_WATER = 1024
@@ -336,7 +318,7 @@ interface OpenStep {
   readonly release: () => void
 }
 
-const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> => {
+const openStep = (joinedSystem: (parts: ReadonlyArray<string>) => string) => (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> => {
   const info = request.model.info
   const model = request.model.language
   const toolNames = new Set(request.tools.map((spec) => spec.id))
@@ -477,18 +459,3 @@ const openStep = (request: LLMRequest): Effect.Effect<OpenStep, ProviderError> =
     }
   })
 }
-
-/** The provider's usage in the SDK's reporting shape (what `toTokenUsage` reads). */
-const sdkUsage = (usage: LanguageModelV3Usage): SdkUsage => ({
-  inputTokens: usage.inputTokens.total,
-  inputTokenDetails: {
-    noCacheTokens: usage.inputTokens.noCache,
-    cacheReadTokens: usage.inputTokens.cacheRead,
-    cacheWriteTokens: usage.inputTokens.cacheWrite
-  },
-  outputTokens: usage.outputTokens.total,
-  outputTokenDetails: { reasoningTokens: usage.outputTokens.reasoning },
-  totalTokens: usage.inputTokens.total === undefined && usage.outputTokens.total === undefined
-    ? undefined
-    : (usage.inputTokens.total ?? 0) + (usage.outputTokens.total ?? 0)
-})

@@ -180,7 +180,10 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             // The caller was aborted: withdraw the request so no client keeps showing it.
             Effect.onInterrupt(() =>
               pending.has(request.id) ? settle(entry, "reject", Effect.void) : Effect.void
-            )
+            ),
+            Effect.withSpan("PermissionService.wait", {
+              attributes: { permission: request.permission, "session.id": request.sessionID, pattern: request.patterns.join(" ") }
+            })
           )
         })
 

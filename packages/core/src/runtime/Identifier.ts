@@ -6,6 +6,7 @@ const RANDOM_CHARS = 12
 const TIME_HEX = 14
 const TIME_MASK = (1n << 56n) - 1n
 
+// Per process, not per runtime: ids stay ascending and distinct across every runtime of the process.
 let lastTime = 0
 let counter = 0
 

@@ -1450,6 +1450,8 @@ function make() {
               }
               yield* llm.call({
                 model,
+                sessionID,
+                agent: agent.name,
                 system: input.system,
                 messages: input.messages,
                 tools: specs,

@@ -1,14 +1,11 @@
 import { Data, Effect } from "effect"
-import * as fs from "node:fs"
 import { createRequire } from "node:module"
-import * as path from "node:path"
 import { Language, type Node, Parser } from "web-tree-sitter"
 import type { PermissionRule, PermissionRuleset } from "@agent/domain"
 import * as BashArity from "./BashArity.js"
+import { type BashCommand, commandOf, isComputedName, patternTextOf, redirectTarget, valueOf } from "./BashWords.js"
 import * as Permission from "../permission/Permission.js"
-import type { InstanceInfo } from "../runtime/Instance.js"
 import { commandName, runsOf } from "./BashWrappers.js"
-import { isInsideProject, realPath } from "./ExternalDirectory.js"
 
 /**
  * Splits a shell command into the commands it runs, so each is checked against the `bash`
@@ -28,21 +25,6 @@ import { isInsideProject, realPath } from "./ExternalDirectory.js"
  * script piped into a shell, input the grammar cannot read) is opaque: no rule can tell what
  * it is, and PermissionService decides it by the strictest rule that could apply.
  */
-
-/** One simple command of a script. */
-export interface BashCommand {
-  /** The permission pattern: the command's source text, with its redirects when it has any. */
-  readonly text: string
-  /** The command name and its arguments as words, quotes and escapes removed. */
-  readonly tokens: ReadonlyArray<string>
-  /**
-   * The source text of the command up to the end of its arity prefix (`FOO=1 npm test` for
-   * `FOO=1 npm test --watch`), for an "always" pattern that covers the source-text pattern.
-   */
-  readonly sourcePrefix: string
-  /** The command's own source text differs from its words joined by spaces. */
-  readonly respelled: boolean
-}
 
 /** A command whose name cannot be known before it runs. */
 export interface OpaqueCommand {
@@ -85,11 +67,6 @@ export class BashParseError extends Data.TaggedError("BashParseError")<{ readonl
 /** Changing directory is not an action a rule should have to allow. */
 const DIRECTORY_CHANGES: ReadonlySet<string> = new Set(["cd", "chdir", "pushd", "popd"])
 
-/** Commands whose arguments are paths, checked against the project boundary. */
-export const FILE_COMMANDS: ReadonlySet<string> = new Set([
-  "cd", "chdir", "pushd", "popd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown", "cat", "ln", "rmdir"
-])
-
 /** Builtins that are not `command` nodes in the grammar but still act (`export`, `unset`). */
 const COMMAND_TYPES: ReadonlySet<string> = new Set(["command", "declaration_command", "unset_command"])
 
@@ -113,132 +90,6 @@ const loadParser = (): Promise<Parser> => {
     throw error
   })
   return loading
-}
-
-// ---------------------------------------------------------------------------------------------
-// Words. The value of an argument is what the command receives, as far as it can be known
-// without running anything: quotes and escapes go, expansions (`$HOME`, `$(...)`) stay as written.
-
-const unescapeWord = (text: string): string => text.replace(/\\\n/g, "").replace(/\\(.)/gs, "$1")
-
-const unescapeDoubleQuoted = (text: string): string => text.replace(/\\\n/g, "").replace(/\\([$`"\\])/g, "$1")
-
-const ANSI_C_ESCAPES: Readonly<Record<string, string>> = {
-  a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", "'": "'", "\"": "\"", "?": "?"
-}
-
-/** The text of `$'…'` as bash decodes it: `\x72` is `r`, `\162` is `r`, `\u0072` is `r`. */
-export const decodeAnsiC = (body: string): string =>
-  body.replace(
-    /\\(?:([abeEfnrtv\\'"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|c(.))/gs,
-    (whole, simple?: string, octal?: string, hex?: string, u4?: string, u8?: string, control?: string) => {
-      if (simple !== undefined) return ANSI_C_ESCAPES[simple]!
-      if (octal !== undefined) return String.fromCharCode(parseInt(octal, 8) & 0xff)
-      const code = parseInt(hex ?? u4 ?? u8 ?? "", 16)
-      if (!Number.isNaN(code)) return code <= 0x10ffff ? String.fromCodePoint(code) : whole
-      return String.fromCharCode(control!.toUpperCase().charCodeAt(0) ^ 0x40)
-    }
-  )
-
-const valueOf = (node: Node): string => {
-  switch (node.type) {
-    case "word":
-    case "number":
-      return unescapeWord(node.text)
-    case "string":
-      return unescapeDoubleQuoted(node.text.slice(1, -1))
-    case "raw_string":
-      return node.text.slice(1, -1)
-    case "ansi_c_string":
-      return decodeAnsiC(node.text.slice(2, -1))
-    case "translated_string":
-      return unescapeDoubleQuoted(node.text.slice(2, -1))
-    case "command_name":
-      return node.namedChildCount === 1 ? valueOf(node.namedChild(0)!) : node.text
-    case "concatenation": {
-      // Children need not cover the whole text; the gaps are plain word characters.
-      const source = node.text
-      const base = node.startIndex
-      let at = 0
-      let value = ""
-      for (const child of node.namedChildren) {
-        if (child === null) continue
-        value += unescapeWord(source.slice(at, child.startIndex - base)) + valueOf(child)
-        at = child.endIndex - base
-      }
-      return value + unescapeWord(source.slice(at))
-    }
-    default:
-      return node.text
-  }
-}
-
-/**
- * A command name the shell computes when it runs: an expansion or substitution (`$R`,
- * `${X:-rm}`, `$(…)`, backticks), a glob (`/bin/r?`, `[r]m`), brace expansion (`{r,}m`) or
- * process substitution. Quoted look-alikes (`'$R'`) count too: the stricter reading is safe.
- */
-export const isComputedName = (word: string): boolean =>
-  /[$`*?]|\[[^\]]*\]|\{[^{}]*(,|\.\.)[^{}]*\}|[<>]\(/.test(word)
-
-/** The nodes of a command's words (name, then arguments) with their values. */
-const wordsOf = (node: Node): Array<{ readonly node: Node; readonly value: string }> => {
-  if (node.type === "command") {
-    const name = node.childForFieldName("name")
-    if (name === null) return []
-    const args = node.childrenForFieldName("argument").filter((child): child is Node => child !== null)
-    return [name, ...args].map((word) => ({ node: word, value: valueOf(word) }))
-  }
-  // declaration_command / unset_command: the keyword, then each operand as written.
-  const keyword = node.child(0)
-  const operands = node.namedChildren.filter((child): child is Node => child !== null)
-  return [
-    ...(keyword === null ? [] : [{ node: keyword, value: keyword.text }]),
-    ...operands.map((operand) => ({ node: operand, value: valueOf(operand) }))
-  ]
-}
-
-/**
- * A command is checked with its redirects: `echo hi > out.txt`. The grammar hangs a redirect
- * written after `a && b` or `a | b` on the whole list or pipeline, but the shell applies it to
- * the last command only, so that command's pattern runs to the end of the redirect. A redirect
- * on a `{ … }` group or a subshell belongs to no single command.
- */
-const patternTextOf = (node: Node, source: string): string => {
-  let current = node
-  let end = node.endIndex
-  for (let parent = current.parent; parent !== null; parent = current.parent) {
-    if (parent.type === "redirected_statement" && parent.childForFieldName("body")?.id === current.id) {
-      end = parent.endIndex
-    } else if (!((parent.type === "list" || parent.type === "pipeline") && parent.lastNamedChild?.id === current.id)) {
-      break
-    }
-    current = parent
-  }
-  return source.slice(node.startIndex, end)
-}
-
-const commandOf = (node: Node, source: string): BashCommand => {
-  const words = wordsOf(node)
-  const tokens = words.map((word) => word.value)
-  const prefixWords = BashArity.prefix(tokens).length
-  const lastPrefixWord = words[Math.max(prefixWords, 1) - 1]
-  return {
-    text: patternTextOf(node, source),
-    tokens,
-    sourcePrefix: lastPrefixWord ? source.slice(node.startIndex, lastPrefixWord.node.endIndex) : node.text,
-    respelled: tokens.length > 0 && node.text !== tokens.join(" ")
-  }
-}
-
-/** The file of a redirect; none for a descriptor copy (`2>&1`, `<&-`). */
-const redirectTarget = (node: Node): string | undefined => {
-  const destination = node.childForFieldName("destination")
-  if (destination === null || destination.isMissing) return undefined
-  const operator = node.children.find((child) => child !== null && !child.isNamed)?.type
-  const value = valueOf(destination)
-  if ((operator === ">&" || operator === "<&") && /^(\d+-?|-)$/.test(value)) return undefined
-  return value
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -568,96 +419,3 @@ export const decideCommand = (command: string, ...rulesets: ReadonlyArray<Permis
     }
     return worst
   })
-
-// ---------------------------------------------------------------------------------------------
-// Paths outside the project.
-
-/** `~`, `~/x`, `$NAME/x` and `${NAME}/x` as the shell would see them; unknown variables are empty. */
-export const expandPath = (arg: string, instance: InstanceInfo): string => {
-  const home = instance.home
-  let value = arg
-  if (value === "~") value = home
-  else if (value.startsWith("~/")) value = path.join(home, value.slice(2))
-  return value.replace(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g, (_match, braced, bare) => {
-    const name = (braced ?? bare) as string
-    return name === "HOME" ? home : instance.env[name] ?? ""
-  })
-}
-
-/** A chmod mode: octal (`755`) or symbolic (`u+x`, `-w`, `a=r,u+w`). */
-const CHMOD_MODE = /^(?:[0-7]{1,4}|(?:[ugoa]*[-+=][rwxXstugo]*)(?:,[ugoa]*[-+=][rwxXstugo]*)*)$/
-
-/** The arguments of a file command that name paths: flags, chmod modes and chown owners are skipped. */
-export const pathArguments = (tokens: ReadonlyArray<string>): Array<string> => {
-  const [name, ...args] = tokens
-  if (name === undefined || !FILE_COMMANDS.has(name)) return []
-  const paths: Array<string> = []
-  let optionsEnded = false
-  let modeSeen = name !== "chmod" || args.some((arg) => arg.startsWith("--reference"))
-  let ownerSeen = name !== "chown" || args.some((arg) => arg.startsWith("--reference"))
-  for (const arg of args) {
-    if (arg === "") continue
-    if (!modeSeen && CHMOD_MODE.test(arg)) {
-      modeSeen = true
-      continue
-    }
-    if (!optionsEnded) {
-      if (arg === "--") {
-        optionsEnded = true
-        continue
-      }
-      if (arg.startsWith("-")) continue
-      if ((name === "pushd" || name === "popd") && arg.startsWith("+")) continue
-    }
-    if (!ownerSeen) {
-      ownerSeen = true
-      continue
-    }
-    paths.push(arg)
-  }
-  // A bare `cd` goes home.
-  if (args.length === 0 && (name === "cd" || name === "chdir")) paths.push("~")
-  return paths
-}
-
-const isDirectory = (target: string): boolean => {
-  try {
-    return fs.statSync(target).isDirectory()
-  } catch {
-    return false
-  }
-}
-
-/** `<dir>/*` for a path outside the project: the directory itself, or a file's parent. */
-const globOf = (target: string): string => {
-  const real = realPath(target)
-  return path.join(isDirectory(real) ? real : path.dirname(real), "*")
-}
-
-/** Redirecting to these reaches no file of anybody's. */
-const STREAM_DEVICES: ReadonlySet<string> = new Set(["/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"])
-const isStreamDevice = (file: string) => STREAM_DEVICES.has(file) || /^\/dev\/fd\/\d+$/.test(file)
-
-/**
- * The `external_directory` patterns a script needs: the working directory when it lies outside
- * the project, every path argument of a file command that does, and every file it redirects to
- * or from that does (`> ../elsewhere/out.txt`; `/dev/null` and the standard streams are not
- * files). Relative paths are taken from `workdir`; symlinks are followed, so a link inside the
- * project that points out counts as outside.
- */
-export const externalDirectories = (
-  runs: ReadonlyArray<ReadonlyArray<string>>,
-  options: { readonly instance: InstanceInfo; readonly workdir: string; readonly redirects?: ReadonlyArray<string> }
-): Array<string> => {
-  const { instance, workdir } = options
-  const globs = new Set<string>()
-  const check = (arg: string) => {
-    const absolute = path.resolve(workdir, expandPath(arg, instance))
-    if (!isStreamDevice(absolute) && !isInsideProject(instance, absolute)) globs.add(globOf(absolute))
-  }
-  if (!isInsideProject(instance, workdir)) globs.add(globOf(workdir))
-  // `runs` holds what wrappers run too: `sudo rm /etc/x` checks `rm /etc/x`.
-  for (const run of runs) for (const arg of pathArguments(run)) check(arg)
-  for (const target of options.redirects ?? []) check(target)
-  return [...globs]
-}

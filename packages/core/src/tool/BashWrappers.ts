@@ -1,3 +1,4 @@
+// Over 500 lines: most of it is one data table (WRAPPERS, how each wrapper command reads its options), kept beside its readers.
 import * as path from "node:path"
 
 /**

@@ -12,6 +12,7 @@ interface Entry {
   users: number
 }
 
+// One table per process, not per runtime: two runtimes writing the same file must take turns too.
 const locks = new Map<string, Entry>()
 
 const acquire = (key: string) =>

@@ -1,3 +1,4 @@
+import { Context, Layer } from "effect"
 import { realPath } from "./ExternalDirectory.js"
 
 /**
@@ -6,8 +7,6 @@ import { realPath } from "./ExternalDirectory.js"
  * something else changed the file since the model looked at it.
  */
 
-const sessions = new Map<string, Map<string, number>>()
-
 /**
  * Sessions remembered at most; past that, the one that recorded least recently is dropped (every
  * session a server ran used to stay here for the life of the process). A dropped session counts
@@ -15,26 +14,43 @@ const sessions = new Map<string, Map<string, number>>()
  */
 export const MAX_SESSIONS = 1000
 
-/** Records that `sessionID` has seen `file` as of modification time `mtimeMs`. */
-export const record = (sessionID: string, file: string, mtimeMs: number): void => {
-  let files = sessions.get(sessionID)
-  if (files === undefined) files = new Map()
-  else sessions.delete(sessionID) // re-inserted below: the Map's order is the order of last use
-  sessions.set(sessionID, files)
-  files.set(realPath(file), mtimeMs)
-  if (sessions.size > MAX_SESSIONS) sessions.delete(sessions.keys().next().value!)
+/** The times of one runtime's sessions. */
+export class FileTimesStore {
+  private readonly sessions = new Map<string, Map<string, number>>()
+
+  /** Records that `sessionID` has seen `file` as of modification time `mtimeMs`. */
+  record(sessionID: string, file: string, mtimeMs: number): void {
+    let files = this.sessions.get(sessionID)
+    if (files === undefined) files = new Map()
+    else this.sessions.delete(sessionID) // re-inserted below: the Map's order is the order of last use
+    this.sessions.set(sessionID, files)
+    files.set(realPath(file), mtimeMs)
+    if (this.sessions.size > MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!)
+  }
+
+  /** The modification time `sessionID` last saw for `file`, if it read or wrote it. */
+  lastRead(sessionID: string, file: string): number | undefined {
+    return this.sessions.get(sessionID)?.get(realPath(file))
+  }
+
+  /** Whether `file`, now at `mtimeMs`, changed since `sessionID` last saw it (never seen: not stale). */
+  isStale(sessionID: string, file: string, mtimeMs: number): boolean {
+    const seen = this.lastRead(sessionID, file)
+    return seen !== undefined && mtimeMs > seen
+  }
+
+  /** Forgets a session (when it is deleted). */
+  forget(sessionID: string): void {
+    this.sessions.delete(sessionID)
+  }
 }
 
-/** The modification time `sessionID` last saw for `file`, if it read or wrote it. */
-export const lastRead = (sessionID: string, file: string): number | undefined => sessions.get(sessionID)?.get(realPath(file))
-
-/** Whether `file`, now at `mtimeMs`, changed since `sessionID` last saw it (never seen: not stale). */
-export const isStale = (sessionID: string, file: string, mtimeMs: number): boolean => {
-  const seen = lastRead(sessionID, file)
-  return seen !== undefined && mtimeMs > seen
-}
-
-/** Forgets a session (when it is deleted). */
-export const forget = (sessionID: string): void => {
-  sessions.delete(sessionID)
+/**
+ * The store the file tools use, taken when they are built: `makeAppLayer` gives each runtime its
+ * own (`FileTimes.layer`); tools built outside a runtime (in tests) share the default one.
+ */
+export class FileTimes extends Context.Reference<FileTimes>()("@agent/core/tools/FileTimes", {
+  defaultValue: (): FileTimesStore => new FileTimesStore()
+}) {
+  static readonly layer: Layer.Layer<FileTimes> = Layer.sync(FileTimes, () => new FileTimesStore())
 }

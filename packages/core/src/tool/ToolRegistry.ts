@@ -52,8 +52,12 @@ const makeRegistry = (initial: ReadonlyArray<Tool.AnyTool>): ToolRegistryShape =
   for (const tool of initial) tools.set(tool.id, tool)
 
   return {
-    all: () => Effect.sync(() => [...tools.values()]),
-    get: (id) => Effect.sync(() => tools.get(id)),
+    all: Effect.fn("ToolRegistry.all")(function*() {
+      return [...tools.values()]
+    }),
+    get: Effect.fn("ToolRegistry.get")(function*(id: string) {
+      return tools.get(id)
+    }),
     // Called every step (or every tool call): untraced, a span would cost more than the call.
     forAgent: Effect.fnUntraced(function*(input) {
       const offered = [...tools.values()].filter((tool) => {
@@ -66,7 +70,7 @@ const makeRegistry = (initial: ReadonlyArray<Tool.AnyTool>): ToolRegistryShape =
       for (const id of input.disabled ?? []) hidden.add(id)
       return offered.filter((tool) => !hidden.has(tool.id))
     }),
-    register: (added) =>
+    register: Effect.fn("ToolRegistry.register")((added: ReadonlyArray<Tool.AnyTool>) =>
       Effect.acquireRelease(
         Effect.sync(() => {
           const replaced = added.map((tool) => [tool.id, tools.get(tool.id)] as const)
@@ -80,6 +84,6 @@ const makeRegistry = (initial: ReadonlyArray<Tool.AnyTool>): ToolRegistryShape =
               else tools.delete(id)
             }
           })
-      ).pipe(Effect.asVoid)
+      ).pipe(Effect.asVoid))
   }
 }

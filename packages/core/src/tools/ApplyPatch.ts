@@ -4,7 +4,7 @@ import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import * as FileDiff from "../tool/FileDiff.js"
 import * as FileDisk from "../tool/FileDisk.js"
 import * as FileLock from "../tool/FileLock.js"
-import * as FileTimes from "../tool/FileTimes.js"
+import { FileTimes } from "../tool/FileTimes.js"
 import * as LineEndings from "../tool/LineEndings.js"
 import * as PatchWrite from "../tool/PatchWrite.js"
 import * as TextEncoding from "../tool/TextEncoding.js"
@@ -103,6 +103,7 @@ const failureReport = (
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
+  const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
   return Tool.make({
     id: TOOL,
@@ -230,7 +231,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
                 }))
               )
             ).pipe(Effect.uninterruptible)
-            for (const [file, mtimeMs] of outcome.mtimes) FileTimes.record(context.sessionID, file, mtimeMs)
+            for (const [file, mtimeMs] of outcome.mtimes) fileTimes.record(context.sessionID, file, mtimeMs)
             if (outcome._tag === "Failed") return yield* fail(failureReport(instance, outcome, changes.map((change) => change.file)))
 
             const lines = [...new Set(summary.map((entry) => `${entry.kind} ${relativeToWorktree(instance, entry.file)}`))]

@@ -10,7 +10,8 @@ import { type Launch, Sandbox, SandboxUnavailable } from "../sandbox/Sandbox.js"
 import { readStatusLine, STATUS_FD, SYNC_FD } from "../sandbox/Bwrap.js"
 import { notice } from "../sandbox/Report.js"
 import * as Tool from "../tool/Tool.js"
-import { expandPath, externalDirectories, parseCommand } from "../tool/BashParse.js"
+import { parseCommand } from "../tool/BashParse.js"
+import { expandPath, externalDirectories } from "../tool/BashPaths.js"
 import { Truncation } from "../tool/Truncation.js"
 
 const TOOL = "bash"
@@ -293,6 +294,88 @@ export const sandboxText = (settings: SandboxSettings): string => {
     "read-only directories, so that no command creates them; they are not really there."
 }
 
+const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
+
+/** The asks of one command: directories outside the project, the command itself, and leaving the sandbox. */
+const askPermissions = (
+  ctx: Tool.ToolContext,
+  params: typeof Parameters.Type,
+  parsed: Effect.Effect.Success<ReturnType<typeof parseCommand>>,
+  directories: ReadonlyArray<string>,
+  how: { readonly sandboxed: boolean; readonly escape: boolean; readonly mode: string }
+) =>
+  Effect.gen(function*() {
+    if (directories.length > 0) {
+      yield* ctx.ask({
+        permission: "external_directory",
+        patterns: directories,
+        always: directories,
+        ...(how.sandboxed ? { sandboxed: true } : {}),
+        metadata: { command: params.command, directories }
+      })
+    }
+    const opaque = parsed.opaque.length > 0
+      ? { opaque: parsed.opaque.map((entry) => ({ pattern: entry.text, reason: entry.reason })) }
+      : {}
+    if (parsed.patterns.length > 0) {
+      yield* ctx.ask({
+        permission: TOOL,
+        patterns: parsed.patterns,
+        always: parsed.always,
+        ...opaque,
+        ...(how.sandboxed ? { sandboxed: true } : {}),
+        metadata: { command: params.command, description: params.description }
+      })
+    }
+    if (how.escape) {
+      yield* ctx.ask({
+        permission: "sandbox_escape",
+        patterns: parsed.patterns.length > 0 ? parsed.patterns : [params.command],
+        always: parsed.always.length > 0 ? parsed.always : [params.command],
+        ...opaque,
+        requiresPerson: "the command asks to run outside the sandbox",
+        metadata: { command: params.command, description: params.description, sandbox: how.mode }
+      })
+    }
+  })
+
+/** Follows a started command to its end (exit, timeout or abort), publishing its output as it grows. */
+const watch = (running: Running, ctx: Tool.ToolContext, description: string, timeout: number, shell: string) =>
+  Effect.gen(function*() {
+    yield* ctx.metadata({ metadata: { output: "", description } })
+    const publisher = yield* Effect.gen(function*() {
+      let published = 0
+      for (;;) {
+        yield* Effect.sleep(UPDATE_INTERVAL_MS)
+        if (running.output.version === published) continue
+        published = running.output.version
+        yield* ctx.metadata({
+          metadata: { output: running.output.tail(PREVIEW_CHARS), description }
+        })
+      }
+    }).pipe(Effect.catchAllCause(Effect.logError), Effect.fork)
+
+    const finished = Effect.either(Deferred.await(running.done))
+    const ending: Ending = yield* Effect.raceAll([
+      Effect.as(finished, "exit" as const),
+      Effect.as(Effect.sleep(timeout), "timeout" as const),
+      Effect.as(abortedBy(ctx.abort), "aborted" as const)
+    ])
+    if (ending !== "exit") yield* terminate(running)
+    // Once the group is gone the shell has exited; a process that left the group may
+    // still hold the pipes, which the drain timer covers.
+    const outcome = yield* finished.pipe(Effect.timeout(2_000), Effect.orElseSucceed(() => undefined))
+    yield* Fiber.interrupt(publisher)
+    if (outcome !== undefined && outcome._tag === "Left") {
+      return yield* fail(`Could not run the command with ${shell}: ${outcome.left.message}`)
+    }
+    if (!running.ready && ending === "exit") {
+      return yield* fail(`The sandbox could not start, so the command did not run: ${running.output.text().trim() || "bubblewrap failed without a message"}`)
+    }
+    const exit: ShellExit = outcome?._tag === "Right" ? outcome.right : { code: null, signal: null }
+    return { ending, exit, launch: running.launch, text: running.output.text() }
+  })
+
 export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sandbox> = Effect.gen(function*() {
   const instance = yield* Instance
   const truncation = yield* Truncation
@@ -309,7 +392,6 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
   const description = withSandbox("")
   const described = new WeakMap<Agent, string>()
 
-  const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
 
   return Tool.make({
     id: TOOL,
@@ -344,39 +426,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
         if (required && !escape) return yield* fail(new SandboxUnavailable({ reason: plan.unavailable! }).message)
         const sandboxed = plan.active && !escape
 
-        const directories = yield* Effect.sync(() => externalDirectories(parsed.runs, { instance, workdir, redirects: parsed.redirects }))
-        if (directories.length > 0) {
-          yield* ctx.ask({
-            permission: "external_directory",
-            patterns: directories,
-            always: directories,
-            ...(sandboxed ? { sandboxed: true } : {}),
-            metadata: { command: params.command, directories }
-          })
-        }
-        const opaque = parsed.opaque.length > 0
-          ? { opaque: parsed.opaque.map((entry) => ({ pattern: entry.text, reason: entry.reason })) }
-          : {}
-        if (parsed.patterns.length > 0) {
-          yield* ctx.ask({
-            permission: TOOL,
-            patterns: parsed.patterns,
-            always: parsed.always,
-            ...opaque,
-            ...(sandboxed ? { sandboxed: true } : {}),
-            metadata: { command: params.command, description: params.description }
-          })
-        }
-        if (escape) {
-          yield* ctx.ask({
-            permission: "sandbox_escape",
-            patterns: parsed.patterns.length > 0 ? parsed.patterns : [params.command],
-            always: parsed.always.length > 0 ? parsed.always : [params.command],
-            ...opaque,
-            requiresPerson: "the command asks to run outside the sandbox",
-            metadata: { command: params.command, description: params.description, sandbox: plan.settings.mode }
-          })
-        }
+        yield* askPermissions(ctx, params, parsed, yield* Effect.sync(() => externalDirectories(parsed.runs, { instance, workdir, redirects: parsed.redirects })), { sandboxed, escape, mode: plan.settings.mode })
 
         const shell = shellFor(instance)
         const { ending, exit, launch, text } = yield* Effect.acquireUseRelease(
@@ -391,41 +441,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
             sessionID: ctx.sessionID,
             callID: ctx.callID
           }).pipe(Effect.mapError((error) => fail(error.message)), Effect.flatMap((launch) => start(launch, workdir))),
-          (running) =>
-            Effect.gen(function*() {
-              yield* ctx.metadata({ metadata: { output: "", description: params.description } })
-              const publisher = yield* Effect.gen(function*() {
-                let published = 0
-                for (;;) {
-                  yield* Effect.sleep(UPDATE_INTERVAL_MS)
-                  if (running.output.version === published) continue
-                  published = running.output.version
-                  yield* ctx.metadata({
-                    metadata: { output: running.output.tail(PREVIEW_CHARS), description: params.description }
-                  })
-                }
-              }).pipe(Effect.catchAllCause(Effect.logError), Effect.fork)
-
-              const finished = Effect.either(Deferred.await(running.done))
-              const ending: Ending = yield* Effect.raceAll([
-                Effect.as(finished, "exit" as const),
-                Effect.as(Effect.sleep(timeout), "timeout" as const),
-                Effect.as(abortedBy(ctx.abort), "aborted" as const)
-              ])
-              if (ending !== "exit") yield* terminate(running)
-              // Once the group is gone the shell has exited; a process that left the group may
-              // still hold the pipes, which the drain timer covers.
-              const outcome = yield* finished.pipe(Effect.timeout(2_000), Effect.orElseSucceed(() => undefined))
-              yield* Fiber.interrupt(publisher)
-              if (outcome !== undefined && outcome._tag === "Left") {
-                return yield* fail(`Could not run the command with ${shell}: ${outcome.left.message}`)
-              }
-              if (!running.ready && ending === "exit") {
-                return yield* fail(`The sandbox could not start, so the command did not run: ${running.output.text().trim() || "bubblewrap failed without a message"}`)
-              }
-              const exit: ShellExit = outcome?._tag === "Right" ? outcome.right : { code: null, signal: null }
-              return { ending, exit, launch: running.launch, text: running.output.text() }
-            }),
+          (running) => watch(running, ctx, params.description, timeout, shell),
           (running, result) =>
             release(running, !(Exit.isSuccess(result) && result.value.ending === "exit")).pipe(
               // The sandbox is gone with the command (no background jobs): free what it held before returning.

@@ -5,7 +5,7 @@ import * as EditMatch from "../tool/EditMatch.js"
 import * as FileDiff from "../tool/FileDiff.js"
 import * as FileDisk from "../tool/FileDisk.js"
 import * as FileLock from "../tool/FileLock.js"
-import * as FileTimes from "../tool/FileTimes.js"
+import { FileTimes } from "../tool/FileTimes.js"
 import * as LineEndings from "../tool/LineEndings.js"
 import * as TextEncoding from "../tool/TextEncoding.js"
 import * as Tool from "../tool/Tool.js"
@@ -84,6 +84,7 @@ const matchNote = (replaced: EditMatch.Replaced): string => {
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
+  const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
   return Tool.make({
     id: TOOL,
@@ -100,7 +101,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         return yield* FileLock.withLock(file)(
           Effect.gen(function*() {
             const existing = yield* load(TOOL, file)
-            yield* ensureFresh(TOOL, context.sessionID, file, existing)
+            yield* ensureFresh(fileTimes, TOOL, context.sessionID, file, existing)
             const before = existing?.text ?? ""
             let after: string
             let shape = existing?.shape
@@ -145,7 +146,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             yield* yieldToEventLoop
             yield* context.ask({ permission: "edit", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file, diff } })
             const mtimeMs = yield* store(TOOL, disk, file, bytes, existing !== undefined)
-            FileTimes.record(context.sessionID, file, mtimeMs)
+            fileTimes.record(context.sessionID, file, mtimeMs)
             return {
               title: relative,
               output: `Edit applied successfully.${note}`,

@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import * as FileKind from "../tool/FileKind.js"
-import * as FileTimes from "../tool/FileTimes.js"
+import { FileTimes } from "../tool/FileTimes.js"
 import * as TextEncoding from "../tool/TextEncoding.js"
 import * as Tool from "../tool/Tool.js"
 import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
@@ -317,6 +317,7 @@ const listDirectory = async (
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoader> = Effect.gen(function*() {
   const instance = yield* Instance
+  const fileTimes = yield* FileTimes
   const instructions = yield* InstructionLoader
   return Tool.make({
     id: TOOL,
@@ -386,7 +387,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
             try: () => fsp.readFile(file),
             catch: (error) => fail(`Cannot read ${file}: ${(error as Error).message}`)
           }))
-          FileTimes.record(context.sessionID, file, stat.mtimeMs)
+          fileTimes.record(context.sessionID, file, stat.mtimeMs)
           const { mime, label } = kind
           return {
             title,
@@ -427,7 +428,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
         if (!slice.capped && start > slice.total && !(slice.total === 0 && start === 1)) {
           return yield* fail(`Offset ${start} is out of range for this file (${slice.total} lines)`)
         }
-        FileTimes.record(context.sessionID, file, stat.mtimeMs)
+        fileTimes.record(context.sessionID, file, stat.mtimeMs)
 
         const last = start + slice.lines.length - 1
         const note = slice.capped

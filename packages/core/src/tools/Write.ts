@@ -3,7 +3,7 @@ import * as fsp from "node:fs/promises"
 import * as FileDiff from "../tool/FileDiff.js"
 import * as FileDisk from "../tool/FileDisk.js"
 import * as FileLock from "../tool/FileLock.js"
-import * as FileTimes from "../tool/FileTimes.js"
+import { FileTimes, type FileTimesStore } from "../tool/FileTimes.js"
 import * as TextEncoding from "../tool/TextEncoding.js"
 import * as Tool from "../tool/Tool.js"
 import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
@@ -92,13 +92,13 @@ export const replacementShape = (existing: TextFile, text: string): { readonly s
 }
 
 /** Fails when the file changed on disk after this session last read (or wrote) it. */
-export const ensureFresh = (tool: string, sessionID: string, file: string, current: TextFile | undefined) =>
-  current !== undefined && FileTimes.isStale(sessionID, file, current.mtimeMs)
+export const ensureFresh = (fileTimes: FileTimesStore, tool: string, sessionID: string, file: string, current: TextFile | undefined) =>
+  current !== undefined && fileTimes.isStale(sessionID, file, current.mtimeMs)
     ? Effect.fail(
       failure(
         tool,
         `${file} was modified on disk since you last read it (modified ${new Date(current.mtimeMs).toISOString()}, ` +
-          `last read ${new Date(FileTimes.lastRead(sessionID, file)!).toISOString()}). ` +
+          `last read ${new Date(fileTimes.lastRead(sessionID, file)!).toISOString()}). ` +
           "Read the file again with the read tool before changing it."
       )
     )
@@ -116,6 +116,7 @@ const Parameters = withAliases(Canonical)
 
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
+  const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
   return Tool.make({
     id: TOOL,
@@ -131,7 +132,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         return yield* FileLock.withLock(file)(
           Effect.gen(function*() {
             const existing = yield* load(TOOL, file)
-            yield* ensureFresh(TOOL, context.sessionID, file, existing)
+            yield* ensureFresh(fileTimes, TOOL, context.sessionID, file, existing)
             // An existing file keeps its BOM, line endings and encoding; a new one is written as given, in UTF-8.
             const replacement = existing ? replacementShape(existing, params.content) : undefined
             const bytes = replacement ? FileDiff.toBytes(params.content, replacement.shape) : Buffer.from(params.content, "utf8")
@@ -140,7 +141,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             yield* yieldToEventLoop
             yield* context.ask({ permission: "edit", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file, diff } })
             const mtimeMs = yield* store(TOOL, disk, file, bytes, existing !== undefined)
-            FileTimes.record(context.sessionID, file, mtimeMs)
+            fileTimes.record(context.sessionID, file, mtimeMs)
             return {
               title: relative,
               output: `Wrote file successfully.${replacement?.note ?? ""}`,

@@ -3,13 +3,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import {
-  externalDirectories,
-  findExecCommands,
-  isComputedName,
-  parseCommand,
-  pathArguments
-} from "../../src/tool/BashParse.js"
+import { findExecCommands, parseCommand } from "../../src/tool/BashParse.js"
+import { isComputedName } from "../../src/tool/BashWords.js"
+import { externalDirectories, pathArguments } from "../../src/tool/BashPaths.js"
 import { commandName, runsOf } from "../../src/tool/BashWrappers.js"
 
 /**

@@ -9,7 +9,7 @@ import { PermissionService } from "../../src/permission/PermissionService.js"
 import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import * as Tool from "../../src/tool/Tool.js"
-import * as FileTimes from "../../src/tool/FileTimes.js"
+import { FileTimes } from "../../src/tool/FileTimes.js"
 import * as Read from "../../src/tools/Read.js"
 
 /** A ToolContext that records asks and answers them from `permission` rules (deny fails the call). */
@@ -51,7 +51,7 @@ describe("read: text files", () => {
       expect(result.title).toBe("src/a.txt")
       expect(result.truncated).toBe(true)
       expect(asks).toEqual([{ permission: "read", patterns: ["src/a.txt"], always: ["*"], metadata: { filepath: file } }])
-      expect(FileTimes.lastRead("ses_read", file)).toBe(fs.statSync(file).mtimeMs)
+      expect((yield* FileTimes).lastRead("ses_read", file)).toBe(fs.statSync(file).mtimeMs)
     }))
 
   it.scopedLive("offset and limit page through the file; offset 0 starts at line 1", () =>

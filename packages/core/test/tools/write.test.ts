@@ -9,7 +9,7 @@ import { Instance } from "../../src/runtime/Instance.js"
 import { SessionLoop } from "../../src/session/SessionLoop.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
 import * as Tool from "../../src/tool/Tool.js"
-import * as FileTimes from "../../src/tool/FileTimes.js"
+import { FileTimes } from "../../src/tool/FileTimes.js"
 import * as Write from "../../src/tools/Write.js"
 import { asRoot, diskKind, fullDisk, onDisk, strayFiles } from "./disk.js"
 
@@ -103,7 +103,8 @@ describe("write", () => {
       const { box, write } = yield* setup
       const file = box.path("project/a.txt")
       box.write("project/a.txt", "v1\n")
-      FileTimes.record("ses_write_stale", file, fs.statSync(file).mtimeMs)
+      const fileTimes = yield* FileTimes
+      fileTimes.record("ses_write_stale", file, fs.statSync(file).mtimeMs)
       const later = new Date(Date.now() + 5_000)
       fs.utimesSync(file, later, later)
       const exit = yield* Effect.exit(run(write, { filePath: "a.txt", content: "v2\n" }, makeContext({ sessionID: "ses_write_stale" }).context))

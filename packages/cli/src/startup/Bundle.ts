@@ -1,7 +1,10 @@
-import { install } from "./CompileCache.js"
+import { install } from "./CodeCache.js"
 import { atStartup } from "./EngineFlags.js"
 
 /**
+ * Why: the engine flags must be set before the code cache is read (a cache made under other flags is
+ * turned down), and both before the bundle's first file loads.
+ *
  * The bundled bin's first step, before any file of the bundle is loaded (bundle.mjs writes the
  * bin, which calls this and then loads the CLI): V8's flags first, since a code cache made
  * under other flags is turned down, then the code cache.
