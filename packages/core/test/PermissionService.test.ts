@@ -266,3 +266,81 @@ describe("approvals persist per project", () => {
       )
     }).pipe(Effect.scoped))
 })
+
+describe("PermissionService.ask with autoApprove (--auto-approve)", () => {
+  it.scoped("answers the ask once by itself: asked and replied are published, nothing stays pending", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      const events = yield* bus.subscribe({ types: ["permission.asked", "permission.replied"] })
+      const permissions = yield* PermissionService
+      yield* permissions.ask({ sessionID: sessionA, permission: "bash", patterns: ["git status"], always: ["git *"], ruleset, autoApprove: true })
+      expect(yield* permissions.list()).toEqual([])
+      const seen = Chunk.toArray(yield* Stream.runCollect(Stream.take(events, 2)))
+      expect(seen.map((event) => event.type)).toEqual(["permission.asked", "permission.replied"])
+      const [asked, replied] = seen
+      expect(asked?.properties).toMatchObject({ sessionID: sessionA, permission: "bash", patterns: ["git status"] })
+      expect(replied?.properties).toEqual({ sessionID: sessionA, requestID: (asked?.properties as { id: string }).id, reply: "once" })
+      // "once" is not "always": nothing is remembered.
+      expect(yield* permissions.approvals()).toEqual([])
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("deny rules still apply", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const error = yield* Effect.flip(
+        permissions.ask({ sessionID: sessionA, permission: "bash", patterns: ["rm -rf /"], always: [], ruleset, autoApprove: true })
+      )
+      expect(error).toBeInstanceOf(DeniedError)
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("an ask only a person may answer (unsandboxed, unreadable) waits for one", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const escalation = yield* Effect.fork(permissions.ask({
+        sessionID: sessionA,
+        permission: "bash",
+        patterns: ["git push"],
+        always: [],
+        ruleset,
+        requiresPerson: "it leaves the sandbox",
+        autoApprove: true
+      }))
+      const unreadable = yield* Effect.fork(permissions.ask({
+        sessionID: sessionA,
+        permission: "bash",
+        patterns: ["$CMD"],
+        always: [],
+        // Without the `rm *` deny: the strictest rule an unreadable command could meet is an ask.
+        ruleset: Permission.fromConfig({ "*": "allow", bash: "ask" }),
+        opaque: [{ pattern: "$CMD", reason: "the command name is computed" }],
+        autoApprove: true
+      }))
+      const requests = yield* waitForPending(2)
+      expect(requests.map((request) => request.requiresPerson)).toEqual([
+        "it leaves the sandbox",
+        "the rules cannot check it: the command name is computed"
+      ])
+      expect(escalation.unsafePoll()).toBeNull()
+      expect(unreadable.unsafePoll()).toBeNull()
+      for (const request of requests) yield* permissions.reply({ requestID: request.id, reply: "once" })
+      yield* Fiber.join(escalation)
+      yield* Fiber.join(unreadable)
+    }).pipe(Effect.provide(testLayer)))
+
+  it.effect("an ask the enterprise policy insists on waits for a person", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const fiber = yield* Effect.fork(permissions.ask({ sessionID: sessionA, permission: "webfetch", patterns: ["https://example.com"], always: [], ruleset: [], autoApprove: true }))
+      const [request] = yield* waitForPending(1)
+      expect(request?.requiresPerson).toBe("the enterprise policy asks a person to approve it")
+      yield* permissions.reply({ requestID: request!.id, reply: "reject" })
+      expect(yield* Effect.flip(Fiber.join(fiber))).toBeInstanceOf(RejectedError)
+    }).pipe(Effect.provide(PermissionService.layer.pipe(
+      Layer.provideMerge(Layer.mergeAll(
+        Bus.layer,
+        ApprovalStore.layerMemory,
+        PermissionPolicy.make({ rules: Permission.fromConfig({ webfetch: "ask" }) }),
+        instance
+      ))
+    ))))
+})

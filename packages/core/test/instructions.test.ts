@@ -233,20 +233,22 @@ describe("InstructionLoader instructions config", () => {
       expect(logs.filter((line) => line.includes(dead))).toHaveLength(1)
     }))
 
-  it.scopedLive("a fetched URL is kept for the process: a later loader gets it after the server is gone", () =>
+  it.scopedLive("a fetched URL is kept by its loader, not by the process: each runtime fetches its own", () =>
     Effect.gen(function*() {
-      const url = yield* Effect.scoped(
+      const { first, url } = yield* Effect.scoped(
         Effect.gen(function*() {
           const server = yield* serve({ "/cached.md": "cached rules" })
           const url = server.url("/cached.md")
           const first = yield* loaderFor({ files: { "project/agent.json": { instructions: [url] } } })
           expect(yield* first.loader.system()).toEqual([`Instructions from: ${url}\ncached rules`])
-          return url
+          return { first, url }
         })
       )
-      // The server is closed now; nothing answers on that port.
+      // The server is closed now; nothing answers on that port. The first loader keeps what it fetched.
+      expect(yield* first.loader.system()).toEqual([`Instructions from: ${url}\ncached rules`])
       const second = yield* loaderFor({ files: { "project/agent.json": { instructions: [url] } } })
-      expect(yield* second.loader.system()).toEqual([`Instructions from: ${url}\ncached rules`])
+      expect(yield* second.loader.system()).toEqual([])
+      expect(second.logs.find((line) => line.includes(url))).toMatch(/cannot fetch/)
     }))
 
   it.scopedLive("a URL that never answers is given up after 5 s", () =>

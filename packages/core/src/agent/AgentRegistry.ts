@@ -161,7 +161,7 @@ export const isPrimary = (agent: Agent): boolean => agent.mode !== "subagent" &&
 /** Built-in agents merged with the user's config; pure, so tests can call it directly. */
 export const makeAgentRegistry = (
   instance: InstanceInfo,
-  info: Pick<import("../config/ConfigService.js").ConfigInfo, "config" | "origin">
+  info: Pick<import("../config/ConfigInfo.js").ConfigInfo, "config" | "origin">
 ): AgentRegistryShape => {
   const { config } = info
   const defaults = defaultRules(instance)

@@ -18,6 +18,7 @@ import * as Wildcard from "../runtime/Wildcard.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
 import * as Permission from "./Permission.js"
+import { decide } from "./PermissionDecision.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
 
 export interface AskInput {
@@ -41,6 +42,11 @@ export interface AskInput {
   readonly sandboxed?: boolean
   /** An ask for this call is for a person only, and why (leaving the sandbox). */
   readonly requiresPerson?: string
+  /**
+   * `--auto-approve`: an ask is answered "once" at once (still published as asked and replied, and
+   * audited); deny rules still apply, and an ask only a person may answer is left to one.
+   */
+  readonly autoApprove?: boolean
 }
 
 export interface ReplyInput {
@@ -84,32 +90,16 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
         const approved = yield* Ref.make<PermissionRuleset>(yield* store.load(instance.projectID))
         const pending = new Map<string, Pending>()
 
-        const relevantRules = (permission: string, ruleset: PermissionRuleset) =>
-          Permission.merge(ruleset, policy.rules).filter((rule) => Wildcard.match(permission, rule.permission))
+        const relevantRules = relevantRulesOf(policy)
+        const audit = auditOf(policy)
 
-        const audit = (
-          request: Pick<PermissionRequest, "sessionID" | "permission" | "patterns">,
-          outcome: Parameters<typeof policy.audit>[0]["outcome"],
-          extra: { rule?: PermissionRule; requestID?: string } = {}
-        ) =>
-          policy
-            .audit({
-              sessionID: request.sessionID,
-              permission: request.permission,
-              patterns: request.patterns,
-              outcome,
-              time: Date.now(),
-              ...extra
-            })
-            .pipe(Effect.catchAllCause((cause) => Effect.logError("permission audit hook failed", cause)))
+        const publishReplied = (request: PermissionRequest, reply: PermissionReply) =>
+          bus.publish({ type: "permission.replied", properties: { sessionID: request.sessionID, requestID: request.id, reply } })
 
         const settle = (entry: Pending, reply: PermissionReply, result: Effect.Effect<void, RejectedError | CorrectedError>) =>
           Effect.gen(function*() {
             pending.delete(entry.request.id)
-            yield* bus.publish({
-              type: "permission.replied",
-              properties: { sessionID: entry.request.sessionID, requestID: entry.request.id, reply }
-            })
+            yield* publishReplied(entry.request, reply)
             yield* Deferred.complete(entry.deferred, result)
           })
 
@@ -117,49 +107,21 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           const sandboxed = asked.sandboxed === true
           const policyRules = Permission.forSandbox(policy.rules, sandboxed)
           const input = { ...asked, ruleset: Permission.forSandbox(asked.ruleset, sandboxed) }
-          let needsAsk = false
-          let requiresPerson: string | undefined = input.requiresPerson
-          let decidingRule: PermissionRule | undefined
-          const approvals = yield* Ref.get(approved)
-          const unreadable = new Map((input.opaque ?? []).map((entry) => [entry.pattern, entry.reason]))
-          for (const pattern of input.patterns) {
-            const reason = unreadable.get(pattern)
-            const rule = reason === undefined
-              ? Permission.evaluate(input.permission, pattern, input.ruleset, policyRules)
-              : Permission.evaluateOpaque(input.permission, pattern, input.ruleset, policyRules)
-            if (rule.action === "deny") {
-              yield* audit(input, "deny", { rule })
-              return yield* new DeniedError({
-                permission: input.permission,
-                pattern,
-                rules: Permission.strip(relevantRules(input.permission, asked.ruleset)),
-                ...(reason === undefined ? {} : { unreadable: reason })
-              })
-            }
-            if (rule.action === "allow") {
-              decidingRule = rule
-              continue
-            }
-            // A stored "always" answers a question from the user's own rules, not one the policy insists on.
-            if (policyRules.includes(rule)) {
-              needsAsk = true
-              requiresPerson ??= "the enterprise policy asks a person to approve it"
-              continue
-            }
-            const approval = reason === undefined
-              ? Permission.evaluate(input.permission, pattern, approvals)
-              : Permission.evaluateOpaque(input.permission, pattern, approvals)
-            if (approval.action === "allow") decidingRule = approval
-            else {
-              needsAsk = true
-              if (reason !== undefined) requiresPerson ??= `the rules cannot check it: ${reason}`
-            }
+          const decision = decide(input, policyRules, yield* Ref.get(approved))
+          if (decision._tag === "Deny") {
+            yield* audit(input, "deny", { rule: decision.rule })
+            return yield* new DeniedError({
+              permission: input.permission,
+              pattern: decision.pattern,
+              rules: Permission.strip(relevantRules(input.permission, asked.ruleset)),
+              ...(decision.unreadable === undefined ? {} : { unreadable: decision.unreadable })
+            })
           }
-          if (!needsAsk) {
-            yield* audit(input, "allow", decidingRule ? { rule: decidingRule } : {})
+          if (decision._tag === "Allow") {
+            yield* audit(input, "allow", decision.rule ? { rule: decision.rule } : {})
             return
           }
-
+          const { requiresPerson } = decision
           const request: PermissionRequest = {
             id: Identifier.ascending("permission") as PermissionID,
             sessionID: input.sessionID,
@@ -171,8 +133,16 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             ...(requiresPerson === undefined ? {} : { requiresPerson }),
             time: { created: Date.now() }
           }
+          // `--auto-approve` answers "once" right here; an ask only a person may answer still waits for one.
+          if (asked.autoApprove === true && requiresPerson === undefined) {
+            yield* audit(request, "ask", { requestID: request.id })
+            yield* bus.publish({ type: "permission.asked", properties: request })
+            yield* audit(request, "once", { requestID: request.id })
+            return yield* publishReplied(request, "once")
+          }
           const deferred = yield* Deferred.make<void, RejectedError | CorrectedError>()
           const entry: Pending = { request, deferred }
+          // Pending before it is published: a client may answer as soon as it sees the event.
           pending.set(request.id, entry)
           yield* audit(request, "ask", { requestID: request.id })
           yield* bus.publish({ type: "permission.asked", properties: request })
@@ -262,3 +232,25 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
       })
     )
 }
+
+/** The rules in force for `permission` (the caller's, then the policy's), as a denial explains them. */
+const relevantRulesOf = (policy: PermissionPolicy["Type"]) => (permission: string, ruleset: PermissionRuleset) =>
+  Permission.merge(ruleset, policy.rules).filter((rule) => Wildcard.match(permission, rule.permission))
+
+/** Reports an outcome to the policy's audit hook; a failing hook is logged, never fails the ask. */
+const auditOf = (policy: PermissionPolicy["Type"]) =>
+(
+  request: Pick<PermissionRequest, "sessionID" | "permission" | "patterns">,
+  outcome: Parameters<PermissionPolicy["Type"]["audit"]>[0]["outcome"],
+  extra: { rule?: PermissionRule; requestID?: string } = {}
+) =>
+  policy
+    .audit({
+      sessionID: request.sessionID,
+      permission: request.permission,
+      patterns: request.patterns,
+      outcome,
+      time: Date.now(),
+      ...extra
+    })
+    .pipe(Effect.catchAllCause((cause) => Effect.logError("permission audit hook failed", cause)))

@@ -1,4 +1,5 @@
 import {
+  type Agent,
   type AgentNotFound,
   CommandError,
   type CommandInfo,
@@ -15,6 +16,7 @@ import * as Prompts from "../runtime/Prompts.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
 import * as CommandTemplate from "./CommandTemplate.js"
+import type { ConfigInfo } from "../config/ConfigInfo.js"
 import { ConfigService } from "../config/ConfigService.js"
 import { Mcp, type McpPrompt } from "../mcp/Mcp.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
@@ -117,6 +119,144 @@ const mcpCommand = (prompt: McpPrompt): CommandInfo => ({
 
 const ordinal = (n: number) => `${n}${n % 10 === 1 && n !== 11 ? "st" : n % 10 === 2 && n !== 12 ? "nd" : n % 10 === 3 && n !== 13 ? "rd" : "th"}`
 
+/** The built-in commands and `command.<name>` of the config, by name. */
+const configuredCommands = (info: ConfigInfo): Map<string, CommandInfo> => {
+  const configured = new Map<string, CommandInfo>()
+  for (const command of builtIns()) configured.set(command.name, command)
+  for (const [name, entry] of Object.entries(info.config.command ?? {})) {
+    const file = info.origin(["command", name])?.file
+    configured.set(name, {
+      name,
+      ...(entry.description !== undefined ? { description: entry.description } : {}),
+      ...(entry.agent !== undefined ? { agent: entry.agent } : {}),
+      ...(entry.model !== undefined ? { model: entry.model } : {}),
+      ...(entry.subtask !== undefined ? { subtask: entry.subtask } : {}),
+      source: "config",
+      template: entry.template,
+      hints: CommandTemplate.hints(entry.template),
+      ...(file ? { file } : {})
+    })
+  }
+  return configured
+}
+
+const parseModel = (command: string, value: string, what: string) => {
+  const ref = parseModelRef(value)
+  return ref
+    ? Effect.succeed(ref)
+    : Effect.fail(new CommandError({ command, detail: `${what} must be "provider/model", got "${value}"` }))
+}
+
+/** An MCP prompt, rendered by its server with the words mapped onto its arguments in order. */
+const expandMcp = (mcp: Mcp["Type"], command: CommandInfo, prompt: McpPrompt, input: ExpandCommandInput) =>
+  Effect.gen(function*() {
+    const words = CommandTemplate.parseArguments(input.arguments ?? "")
+    const names = prompt.arguments.map((argument) => argument.name)
+    if (words.length > 0 && names.length === 0) {
+      return yield* new CommandError({ command: command.name, detail: "this MCP prompt takes no arguments" })
+    }
+    const args: Record<string, string> = {}
+    names.forEach((name, index) => {
+      if (index >= words.length) return
+      // The last argument takes the rest of the words, as `$N` does in a template.
+      args[name] = index === names.length - 1 ? words.slice(index).join(" ") : words[index]!
+    })
+    const missing = prompt.arguments.flatMap((argument, index) =>
+      argument.required && args[argument.name] === undefined ? [`${argument.name} (${ordinal(index + 1)})`] : []
+    )
+    if (missing.length > 0) {
+      const usage = prompt.arguments.map((argument) => (argument.required ? argument.name : `[${argument.name}]`)).join(" ")
+      return yield* new CommandError({
+        command: command.name,
+        detail: `missing required argument${missing.length > 1 ? "s" : ""} ${missing.join(", ")}; usage: ${command.name} ${usage}`
+      })
+    }
+    const rendered = yield* mcp.getPrompt(prompt.key, args).pipe(
+      Effect.mapError((error) => new CommandError({ command: command.name, detail: error.message }))
+    )
+    // The server's text is sent as it is: no shell, no file inclusion from a remote party.
+    const text = rendered.messages.map((message) => message.text).join("\n\n").trim()
+    if (!text) return yield* new CommandError({ command: command.name, detail: "the MCP server rendered an empty prompt" })
+    const model = input.model === undefined
+      ? undefined
+      : typeof input.model === "string"
+      ? yield* parseModel(command.name, input.model, "the model")
+      : input.model
+    return {
+      command,
+      parts: [{ type: "text", text }],
+      ...(input.agent ? { agent: input.agent } : {}),
+      ...(model ? { model } : {}),
+      subtask: false
+    } satisfies ExpandedCommand
+  })
+
+/** The message of an expanded template: in this session, or as a subtask for the command's subagent. */
+const commandMessage = (options: {
+  readonly command: CommandInfo
+  readonly agent: Agent
+  readonly agentName: string | undefined
+  readonly commandAgent: Agent | undefined
+  readonly commandModel: ModelRef | undefined
+  readonly inputModel: ModelRef | undefined
+  readonly input: ExpandCommandInput
+  readonly text: string
+  readonly inclusions: ReadonlyArray<CommandTemplate.Inclusion>
+}) =>
+  Effect.gen(function*() {
+    const { command, agent, agentName, commandAgent, commandModel, inputModel, input, text, inclusions } = options
+    const files = inclusions.filter((inclusion) => inclusion.type === "file")
+    const subtask = command.subtask === true || (agent.mode === "subagent" && command.subtask !== false)
+    if (subtask) {
+      if (agent.mode === "primary" || agent.hidden) {
+        return yield* new CommandError({
+          command: command.name,
+          detail: `it runs as a subtask, but its agent "${agent.name}" is ${agent.hidden ? "hidden" : "a primary agent"}; ` +
+            `name a subagent (mode "subagent" or "all") in its "agent" key`
+        })
+      }
+      const prompt = [text, ...files.flatMap((file) => (file.text === undefined ? [] : [CommandTemplate.inclusionText(file)]))].join("\n\n")
+      const note = Prompts.read("command/subtask.txt").replace("{command}", command.name).replace("{agent}", agent.name)
+      const model = commandModel ?? commandAgent?.model
+      return {
+        command,
+        parts: [
+          { type: "text", text: note, synthetic: true },
+          {
+            type: "subtask",
+            prompt,
+            description: command.description ?? `/${command.name}`,
+            agent: agent.name,
+            command: command.name,
+            ...(model ? { model } : {})
+          }
+        ],
+        ...(input.agent ? { agent: input.agent } : {}),
+        ...(inputModel ? { model: inputModel } : {}),
+        subtask: true
+      } satisfies ExpandedCommand
+    }
+
+    const parts: Array<PromptPartInput> = [{ type: "text", text }]
+    for (const inclusion of inclusions) {
+      if (inclusion.type === "agent") {
+        parts.push({ type: "agent", name: inclusion.name })
+        continue
+      }
+      parts.push({ type: "file", mime: inclusion.mime, url: inclusion.url, filename: inclusion.display })
+      if (inclusion.text !== undefined) parts.push({ type: "text", text: CommandTemplate.inclusionText(inclusion), synthetic: true })
+    }
+    const model = commandModel ?? commandAgent?.model ?? inputModel
+    return {
+      command,
+      parts,
+      // No agent named: the session goes on with its own.
+      ...(agentName ? { agent: agentName } : {}),
+      ...(model ? { model } : {}),
+      subtask: false
+    } satisfies ExpandedCommand
+  })
+
 function make() {
   return Effect.gen(function*() {
     const info = yield* (yield* ConfigService).info()
@@ -127,22 +267,7 @@ function make() {
     const loop = yield* SessionLoop
     const sandbox = yield* Sandbox
 
-    const configured = new Map<string, CommandInfo>()
-    for (const command of builtIns()) configured.set(command.name, command)
-    for (const [name, entry] of Object.entries(info.config.command ?? {})) {
-      const file = info.origin(["command", name])?.file
-      configured.set(name, {
-        name,
-        ...(entry.description !== undefined ? { description: entry.description } : {}),
-        ...(entry.agent !== undefined ? { agent: entry.agent } : {}),
-        ...(entry.model !== undefined ? { model: entry.model } : {}),
-        ...(entry.subtask !== undefined ? { subtask: entry.subtask } : {}),
-        source: "config",
-        template: entry.template,
-        hints: CommandTemplate.hints(entry.template),
-        ...(file ? { file } : {})
-      })
-    }
+    const configured = configuredCommands(info)
     const staticCommands = [...configured.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     const shellTimeout = CommandTemplate.shellTimeout(instance)
 
@@ -175,60 +300,9 @@ function make() {
       return (yield* find(name)).command
     })
 
-    const parseModel = (command: string, value: string, what: string) => {
-      const ref = parseModelRef(value)
-      return ref
-        ? Effect.succeed(ref)
-        : Effect.fail(new CommandError({ command, detail: `${what} must be "provider/model", got "${value}"` }))
-    }
-
-    /** An MCP prompt, rendered by its server with the words mapped onto its arguments in order. */
-    const expandMcp = (command: CommandInfo, prompt: McpPrompt, input: ExpandCommandInput) =>
-      Effect.gen(function*() {
-        const words = CommandTemplate.parseArguments(input.arguments ?? "")
-        const names = prompt.arguments.map((argument) => argument.name)
-        if (words.length > 0 && names.length === 0) {
-          return yield* new CommandError({ command: command.name, detail: "this MCP prompt takes no arguments" })
-        }
-        const args: Record<string, string> = {}
-        names.forEach((name, index) => {
-          if (index >= words.length) return
-          // The last argument takes the rest of the words, as `$N` does in a template.
-          args[name] = index === names.length - 1 ? words.slice(index).join(" ") : words[index]!
-        })
-        const missing = prompt.arguments.flatMap((argument, index) =>
-          argument.required && args[argument.name] === undefined ? [`${argument.name} (${ordinal(index + 1)})`] : []
-        )
-        if (missing.length > 0) {
-          const usage = prompt.arguments.map((argument) => (argument.required ? argument.name : `[${argument.name}]`)).join(" ")
-          return yield* new CommandError({
-            command: command.name,
-            detail: `missing required argument${missing.length > 1 ? "s" : ""} ${missing.join(", ")}; usage: ${command.name} ${usage}`
-          })
-        }
-        const rendered = yield* mcp.getPrompt(prompt.key, args).pipe(
-          Effect.mapError((error) => new CommandError({ command: command.name, detail: error.message }))
-        )
-        // The server's text is sent as it is: no shell, no file inclusion from a remote party.
-        const text = rendered.messages.map((message) => message.text).join("\n\n").trim()
-        if (!text) return yield* new CommandError({ command: command.name, detail: "the MCP server rendered an empty prompt" })
-        const model = input.model === undefined
-          ? undefined
-          : typeof input.model === "string"
-          ? yield* parseModel(command.name, input.model, "the model")
-          : input.model
-        return {
-          command,
-          parts: [{ type: "text", text }],
-          ...(input.agent ? { agent: input.agent } : {}),
-          ...(model ? { model } : {}),
-          subtask: false
-        } satisfies ExpandedCommand
-      })
-
     const expand = Effect.fn("CommandRegistry.expand")(function*(input: ExpandCommandInput) {
       const { command, prompt } = yield* find(input.command)
-      if (prompt) return yield* expandMcp(command, prompt, input)
+      if (prompt) return yield* expandMcp(mcp, command, prompt, input)
       const template = command.template ?? ""
       const raw = input.arguments ?? ""
 
@@ -285,57 +359,7 @@ function make() {
         const found = CommandTemplate.resolveReference(instance, ref, (name) => knownAgents.has(name))
         return found ? [found] : []
       })
-      const files = inclusions.filter((inclusion) => inclusion.type === "file")
-
-      const subtask = command.subtask === true || (agent.mode === "subagent" && command.subtask !== false)
-      if (subtask) {
-        if (agent.mode === "primary" || agent.hidden) {
-          return yield* new CommandError({
-            command: command.name,
-            detail: `it runs as a subtask, but its agent "${agent.name}" is ${agent.hidden ? "hidden" : "a primary agent"}; ` +
-              `name a subagent (mode "subagent" or "all") in its "agent" key`
-          })
-        }
-        const prompt = [text, ...files.flatMap((file) => (file.text === undefined ? [] : [CommandTemplate.inclusionText(file)]))].join("\n\n")
-        const note = Prompts.read("command/subtask.txt").replace("{command}", command.name).replace("{agent}", agent.name)
-        const model = commandModel ?? commandAgent?.model
-        return {
-          command,
-          parts: [
-            { type: "text", text: note, synthetic: true },
-            {
-              type: "subtask",
-              prompt,
-              description: command.description ?? `/${command.name}`,
-              agent: agent.name,
-              command: command.name,
-              ...(model ? { model } : {})
-            }
-          ],
-          ...(input.agent ? { agent: input.agent } : {}),
-          ...(inputModel ? { model: inputModel } : {}),
-          subtask: true
-        } satisfies ExpandedCommand
-      }
-
-      const parts: Array<PromptPartInput> = [{ type: "text", text }]
-      for (const inclusion of inclusions) {
-        if (inclusion.type === "agent") {
-          parts.push({ type: "agent", name: inclusion.name })
-          continue
-        }
-        parts.push({ type: "file", mime: inclusion.mime, url: inclusion.url, filename: inclusion.display })
-        if (inclusion.text !== undefined) parts.push({ type: "text", text: CommandTemplate.inclusionText(inclusion), synthetic: true })
-      }
-      const model = commandModel ?? commandAgent?.model ?? inputModel
-      return {
-        command,
-        parts,
-        // No agent named: the session goes on with its own.
-        ...(agentName ? { agent: agentName } : {}),
-        ...(model ? { model } : {}),
-        subtask: false
-      } satisfies ExpandedCommand
+      return yield* commandMessage({ command, agent, agentName, commandAgent, commandModel, inputModel, input, text, inclusions })
     })
 
     const execute = Effect.fn("CommandRegistry.execute")(function*(input: ExecuteCommandInput) {

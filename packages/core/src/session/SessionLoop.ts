@@ -626,17 +626,6 @@ function make() {
         // Snapshots of this run's steps (Snapshot.ts); the session's diff is refreshed when files changed.
         const stepFiles = snapshots.steps()
         let filesChanged = false
-        if (options.autoApprove) {
-          // Answer this session's asks with "once" for the whole run; deny rules still apply, and an
-          // ask only a person may answer (the policy's own, or a command the rules cannot read) is left alone.
-          const asked = yield* bus.subscribe({ types: ["permission.asked"] })
-          yield* asked.pipe(
-            Stream.filter((event) => event.properties.sessionID === sessionID && event.properties.requiresPerson === undefined),
-            Stream.runForEach((event) => permissions.reply({ requestID: event.properties.id, reply: "once" }).pipe(Effect.ignore)),
-            Effect.catchAllCause((cause) => Effect.logError("auto-approve stopped", cause)),
-            Effect.forkScoped
-          )
-        }
 
         const guards = (agent: Agent) =>
           Effect.gen(function*() {
@@ -1211,6 +1200,8 @@ function make() {
                     ...(request.opaque ? { opaque: request.opaque } : {}),
                     ...(request.sandboxed ? { sandboxed: true } : {}),
                     ...(request.requiresPerson ? { requiresPerson: request.requiresPerson } : {}),
+                    // `--auto-approve`: the service answers "once" itself, unless only a person may answer.
+                    ...(input.autoApprove ? { autoApprove: true } : {}),
                     ruleset,
                     tool: { messageID: info.id, callID },
                     ...(request.metadata ? { metadata: request.metadata } : {})
