@@ -8,7 +8,8 @@ import * as path from "node:path"
 import { Bus } from "../runtime/Bus.js"
 import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import { bwrapArgs, bwrapReports, keeperReports, NO_PROXY_VARIABLES, proxyEnv, SYNC_FD } from "./Bwrap.js"
-import { isWithin, type Layout, layout, PROTECTED_CONFIG, realFiles } from "./Layout.js"
+import { isWithin, type Layout, layout } from "./Layout.js"
+import { Placeholders } from "./Placeholders.js"
 import * as NetworkProxy from "./NetworkProxy.js"
 import { type Capabilities, probe } from "./Probe.js"
 import { type Blocked, blockedWrites, networkFailures } from "./Report.js"
@@ -122,14 +123,6 @@ const unsandboxedLaunch = (request: SandboxRequest): Launch => ({
   blocked: () => Effect.succeed([])
 })
 
-const tryRemoveDir = (dir: string) => {
-  try {
-    fs.rmdirSync(dir)
-  } catch {
-    // In use, not empty, or gone: leave it.
-  }
-}
-
 /**
  * Runs the processes the agent starts (bash, `!`-shell, MCP servers that ask for it) in an OS
  * sandbox: on Linux, bubblewrap (docs/sandbox.md says why). Another backend (a container, a
@@ -143,6 +136,24 @@ export class Sandbox extends Context.Tag("@agent/core/Sandbox")<Sandbox, Sandbox
   static readonly layer: Layer.Layer<Sandbox, never, Instance | Bus> = Sandbox.layerWith()
 }
 
+/** What the functions of one sandbox layer share: made once by the layer. */
+interface SandboxDeps {
+  readonly instance: InstanceInfo
+  readonly bus: Bus["Type"]
+  readonly layerScope: Scope.Scope
+  readonly capabilities: Effect.Effect<Capabilities>
+  /** The "commands run unsandboxed" warning was logged. */
+  readonly warned: Ref.Ref<boolean>
+  readonly layoutOf: (settings: SandboxSettings) => Layout
+  /** The sandbox's own directory: the proxies' sockets. */
+  readonly state: string
+  /** An empty directory, bound over each placeholder. */
+  readonly empty: string
+  readonly placeholders: Placeholders
+  /** Numbers the launches (the proxies' socket names). */
+  readonly launches: Ref.Ref<number>
+}
+
 function make(options: SandboxOptions) {
   return Effect.gen(function*() {
     const instance = yield* Instance
@@ -153,8 +164,6 @@ function make(options: SandboxOptions) {
     const probing = yield* Effect.cached(
       Effect.uninterruptible(Effect.forkIn(probe(instance.env).pipe(Effect.tapErrorCause(Effect.logError)), layerScope))
     )
-    const capabilities = Effect.flatMap(probing, Fiber.join)
-    const warned = yield* Ref.make(false)
     const temporary = options.temporary ??
       [...new Set(["/tmp", instance.env.TMPDIR].filter((dir): dir is string => dir !== undefined && path.isAbsolute(dir)))]
     const scratch = [instance.paths.tmp, toolOutputDirectory(instance)]
@@ -176,180 +185,153 @@ function make(options: SandboxOptions) {
       }),
       (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
     )
-    const empty = path.join(state, "empty")
-    let launches = 0
+    Placeholders.removeStale(dirs)
+    const placeholders = yield* Effect.acquireRelease(Effect.sync(() => new Placeholders()), (held) => Effect.sync(() => held.removeAll()))
 
-    // A runtime that died while a command ran may have left a placeholder: an empty directory
-    // where a config file would be. Nothing but this sandbox makes those.
-    for (const dir of dirs) {
-      for (const name of PROTECTED_CONFIG) {
-        if (name.startsWith(".")) continue
-        const file = path.join(dir, name)
-        if (realFiles.kind(file) === "directory") tryRemoveDir(file)
-      }
+    const deps: SandboxDeps = {
+      instance,
+      bus,
+      layerScope,
+      capabilities: Effect.flatMap(probing, Fiber.join),
+      warned: yield* Ref.make(false),
+      layoutOf: (settings) =>
+        layout({
+          settings,
+          directory: instance.directory,
+          worktree: instance.worktree,
+          configDirs: dirs,
+          temporary,
+          scratch,
+          internal: [state]
+        }),
+      state,
+      empty: path.join(state, "empty"),
+      placeholders,
+      launches: yield* Ref.make(0)
     }
 
-    // Placeholders in use, by path: made before the first sandbox that needs one, removed after the last.
-    const held = new Map<string, number>()
-    const hold = (file: string): boolean => {
-      const count = held.get(file) ?? 0
-      if (count === 0) {
-        try {
-          fs.mkdirSync(file)
-        } catch {
-          return false // created meanwhile: it is protected as a present path instead
-        }
-      }
-      held.set(file, count + 1)
-      return true
-    }
-    const letGo = (file: string) => {
-      const count = (held.get(file) ?? 1) - 1
-      if (count > 0) return void held.set(file, count)
-      held.delete(file)
-      tryRemoveDir(file)
-    }
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const file of held.keys()) tryRemoveDir(file)
-        held.clear()
-      })
-    )
-
-    const layoutOf = (settings: SandboxSettings) =>
-      layout({
-        settings,
-        directory: instance.directory,
-        worktree: instance.worktree,
-        configDirs: dirs,
-        temporary,
-        scratch,
-        internal: [state]
-      })
-
-    const plan = Effect.fn("Sandbox.plan")(function*(config: SandboxConfig | undefined) {
-      const settings = resolveSettings(config, instance)
-      if (settings.mode === "off") return { settings, active: false } satisfies SandboxPlan
-      const found = yield* capabilities
-      const unavailable = !found.works
-        ? found.problem ?? "the sandbox cannot start"
-        : settings.network.kind !== "all" && !found.network
-        ? "a network namespace cannot be made here, so the network cannot be limited (set sandbox.network to true to sandbox files only)"
-        : settings.network.kind === "hosts" && found.socat === undefined
-        ? "socat is not installed, and a list of allowed hosts needs it to bridge the proxy into the sandbox (apt-get install socat)"
-        : undefined
-      if (unavailable === undefined) return { settings, active: true } satisfies SandboxPlan
-      if (settings.enforce === "preferred" && !(yield* Ref.getAndSet(warned, true))) {
-        yield* Effect.logWarning(
-          `sandbox: commands run unsandboxed: ${unavailable}. Set sandbox.enforce to "required" to refuse them instead, ` +
-            `or sandbox.mode to "off" to silence this; \`agent sandbox check\` explains.`
-        )
-      }
-      return { settings, active: false, unavailable } satisfies SandboxPlan
-    })
-
+    const plan = Effect.fn("Sandbox.plan")((config: SandboxConfig | undefined) => planFor(deps, config))
     // Uninterruptible: what it holds (placeholders, a proxy) is either handed over in the launch or freed.
-    const prepare = Effect.fn("Sandbox.prepare")(function*(request: SandboxRequest) {
-      return yield* Effect.uninterruptible(prepareLaunch(request))
-    })
-
-    const prepareLaunch = (request: SandboxRequest) => Effect.gen(function*() {
-      const { settings } = request.plan
-      if (request.unsandboxed || settings.mode === "off") return unsandboxedLaunch(request)
-      if (!request.plan.active) {
-        if (settings.enforce === "required") {
-          return yield* new SandboxUnavailable({ reason: request.plan.unavailable ?? "the sandbox cannot start" })
-        }
-        return unsandboxedLaunch(request)
-      }
-      const found = yield* capabilities
-      const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
-      const release = Scope.close(scope, Exit.void)
-      const computed = layoutOf(settings)
-      // Hold the placeholders; one created meanwhile is protected as it is instead. A path that looks
-      // present because another sandbox holds it as a placeholder is held too: it would vanish under
-      // this one when that sandbox ends (bwrap: "Can't get type of source").
-      const mounts = computed.mounts.flatMap((mount) => {
-        if (mount.kind === "writable" || (mount.kind === "readonly" && !held.has(mount.path))) return [mount]
-        if (hold(mount.path)) return [{ path: mount.path, kind: "placeholder" as const }]
-        return realFiles.kind(mount.path) === "missing" ? [] : [{ path: mount.path, kind: "readonly" as const }]
-      })
-      const holding = mounts.filter((mount) => mount.kind === "placeholder").map((mount) => mount.path)
-      yield* Scope.addFinalizer(scope, Effect.sync(() => holding.forEach(letGo)))
-      const hosts = settings.network.kind === "hosts" ? settings.network.hosts : undefined
-      const proxy = hosts === undefined
-        ? undefined
-        : yield* NetworkProxy.start(path.join(state, `proxy-${++launches}.sock`), hosts).pipe(
-          Scope.extend(scope),
-          Effect.tapError(() => release),
-          Effect.mapError((error) => new SandboxUnavailable({ reason: `the network proxy could not start: ${error.message}` }))
-        )
-      const env: Record<string, string> = { ...request.env }
-      if (proxy) {
-        for (const name of NO_PROXY_VARIABLES) delete env[name]
-        Object.assign(env, proxyEnv())
-      }
-      const bwrap = {
-        layout: { mounts, missing: computed.missing },
-        empty,
-        cwd: request.cwd,
-        proc: found.proc,
-        isolateNetwork: settings.network.kind !== "all",
-        ...(proxy ? { proxySocket: proxy.socket } : {}),
-        keeper: request.keeper,
-        argv: request.argv
-      }
-      const args = bwrapArgs(bwrap)
-      const syncFd = bwrapReports(bwrap)
-
-      const publish = (entry: Blocked) =>
-        bus.publish({
-          type: "sandbox.blocked",
-          properties: {
-            tool: request.tool,
-            kind: entry.kind,
-            target: entry.target,
-            ...(request.sessionID ? { sessionID: request.sessionID } : {}),
-            ...(request.callID ? { callID: request.callID } : {})
-          }
-        })
-
-      return {
-        sandboxed: true,
-        file: found.bwrap!.path,
-        args,
-        env,
-        statusFd: syncFd || keeperReports(bwrap),
-        syncFd,
-        // What the sandbox holds is freed when its last process has ended: with background jobs, after the command.
-        started: (child) => sandboxEnded(child, syncFd).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(layerScope), Effect.asVoid),
-        release,
-        blocked: (output) =>
-          Effect.gen(function*() {
-            const found: Array<Blocked> = [
-              ...blockedWrites(output, request.cwd, mounts),
-              ...(proxy?.blocked() ?? []).map((target): Blocked => ({ kind: "network", target })),
-              ...(settings.network.kind === "all" ? [] : networkFailures(output))
-            ]
-            const unique = found.filter((entry, index) =>
-              found.findIndex((other) => other.kind === entry.kind && other.target === entry.target) === index &&
-              // "network" alone adds nothing once a host is named.
-              !(entry.target === "network" && found.some((other) => other.kind === "network" && other.target !== "network"))
-            )
-            yield* Effect.forEach(unique, publish, { discard: true })
-            return unique
-          })
-      } satisfies Launch
-    })
-
+    const prepare = Effect.fn("Sandbox.prepare")((request: SandboxRequest) => Effect.uninterruptible(prepareLaunch(deps, request)))
     const check = Effect.fn("Sandbox.check")(function*(config: SandboxConfig | undefined) {
-      const planned = yield* plan(config)
-      return { capabilities: yield* capabilities, plan: planned, layout: layoutOf(planned.settings), temporary }
+      const planned = yield* planFor(deps, config)
+      return { capabilities: yield* deps.capabilities, plan: planned, layout: deps.layoutOf(planned.settings), temporary }
     })
-
     return { plan, prepare, check } satisfies SandboxShape
   })
 }
+
+/** The settings of an agent's `sandbox` and whether its commands can be sandboxed here (warns once when not). */
+const planFor = (deps: SandboxDeps, config: SandboxConfig | undefined) =>
+  Effect.gen(function*() {
+    const settings = resolveSettings(config, deps.instance)
+    if (settings.mode === "off") return { settings, active: false } satisfies SandboxPlan
+    const found = yield* deps.capabilities
+    const unavailable = !found.works
+      ? found.problem ?? "the sandbox cannot start"
+      : settings.network.kind !== "all" && !found.network
+      ? "a network namespace cannot be made here, so the network cannot be limited (set sandbox.network to true to sandbox files only)"
+      : settings.network.kind === "hosts" && found.socat === undefined
+      ? "socat is not installed, and a list of allowed hosts needs it to bridge the proxy into the sandbox (apt-get install socat)"
+      : undefined
+    if (unavailable === undefined) return { settings, active: true } satisfies SandboxPlan
+    if (settings.enforce === "preferred" && !(yield* Ref.getAndSet(deps.warned, true))) {
+      yield* Effect.logWarning(
+        `sandbox: commands run unsandboxed: ${unavailable}. Set sandbox.enforce to "required" to refuse them instead, ` +
+          `or sandbox.mode to "off" to silence this; \`agent sandbox check\` explains.`
+      )
+    }
+    return { settings, active: false, unavailable } satisfies SandboxPlan
+  })
+
+const prepareLaunch = (deps: SandboxDeps, request: SandboxRequest) =>
+  Effect.gen(function*() {
+    const { settings } = request.plan
+    if (request.unsandboxed || settings.mode === "off") return unsandboxedLaunch(request)
+    if (!request.plan.active) {
+      if (settings.enforce === "required") {
+        return yield* new SandboxUnavailable({ reason: request.plan.unavailable ?? "the sandbox cannot start" })
+      }
+      return unsandboxedLaunch(request)
+    }
+    const found = yield* deps.capabilities
+    const scope = yield* Scope.fork(deps.layerScope, ExecutionStrategy.sequential)
+    const release = Scope.close(scope, Exit.void)
+    const computed = deps.layoutOf(settings)
+    const mounts = deps.placeholders.holdFor(computed.mounts)
+    const holding = mounts.filter((mount) => mount.kind === "placeholder").map((mount) => mount.path)
+    yield* Scope.addFinalizer(scope, Effect.sync(() => holding.forEach((file) => deps.placeholders.letGo(file))))
+    const hosts = settings.network.kind === "hosts" ? settings.network.hosts : undefined
+    const proxy = hosts === undefined
+      ? undefined
+      : yield* NetworkProxy.start(path.join(deps.state, `proxy-${yield* Ref.updateAndGet(deps.launches, (n) => n + 1)}.sock`), hosts).pipe(
+        Scope.extend(scope),
+        Effect.tapError(() => release),
+        Effect.mapError((error) => new SandboxUnavailable({ reason: `the network proxy could not start: ${error.message}` }))
+      )
+    const env: Record<string, string> = { ...request.env }
+    if (proxy) {
+      for (const name of NO_PROXY_VARIABLES) delete env[name]
+      Object.assign(env, proxyEnv())
+    }
+    const bwrap = {
+      layout: { mounts, missing: computed.missing },
+      empty: deps.empty,
+      cwd: request.cwd,
+      proc: found.proc,
+      isolateNetwork: settings.network.kind !== "all",
+      ...(proxy ? { proxySocket: proxy.socket } : {}),
+      keeper: request.keeper,
+      argv: request.argv
+    }
+    const syncFd = bwrapReports(bwrap)
+    return {
+      sandboxed: true,
+      file: found.bwrap!.path,
+      args: bwrapArgs(bwrap),
+      env,
+      statusFd: syncFd || keeperReports(bwrap),
+      syncFd,
+      // What the sandbox holds is freed when its last process has ended: with background jobs, after the command.
+      started: (child) =>
+        sandboxEnded(child, syncFd).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(deps.layerScope), Effect.asVoid),
+      release,
+      blocked: (output) => reportBlocked(deps, request, mounts, proxy?.blocked() ?? [], output)
+    } satisfies Launch
+  })
+
+/** What the sandbox blocked, from the output and the proxy, once each; published as `sandbox.blocked`. */
+const reportBlocked = (
+  deps: SandboxDeps,
+  request: SandboxRequest,
+  mounts: Layout["mounts"],
+  refusedHosts: ReadonlyArray<string>,
+  output: string
+) =>
+  Effect.gen(function*() {
+    const found: Array<Blocked> = [
+      ...blockedWrites(output, request.cwd, mounts),
+      ...refusedHosts.map((target): Blocked => ({ kind: "network", target })),
+      ...(request.plan.settings.network.kind === "all" ? [] : networkFailures(output))
+    ]
+    const unique = found.filter((entry, index) =>
+      found.findIndex((other) => other.kind === entry.kind && other.target === entry.target) === index &&
+      // "network" alone adds nothing once a host is named.
+      !(entry.target === "network" && found.some((other) => other.kind === "network" && other.target !== "network"))
+    )
+    yield* Effect.forEach(unique, (entry) =>
+      deps.bus.publish({
+        type: "sandbox.blocked",
+        properties: {
+          tool: request.tool,
+          kind: entry.kind,
+          target: entry.target,
+          ...(request.sessionID ? { sessionID: request.sessionID } : {}),
+          ...(request.callID ? { callID: request.callID } : {})
+        }
+      }), { discard: true })
+    return unique
+  })
 
 /** Completes when the sandbox is gone: its sync fd closed, or else the process exited (or never started). */
 const sandboxEnded = (child: ChildProcess, syncFd: boolean): Effect.Effect<void> =>
