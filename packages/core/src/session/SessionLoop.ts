@@ -6,7 +6,6 @@ import {
   type FinishReason,
   type MessageError,
   type MessageID,
-  type MessageWithParts,
   type ModelRef,
   type Part,
   type PartID,
@@ -15,7 +14,6 @@ import {
   type SessionID,
   type SessionNotFound,
   type SessionStatus,
-  type TokenUsage,
   type ToolPart,
   type UserMessage
 } from "@agent/domain"
@@ -24,7 +22,6 @@ import * as path from "node:path"
 import {
   Cause,
   Context,
-  Data,
   Schema,
   Deferred,
   Duration,
@@ -45,13 +42,12 @@ import { ConfigService } from "../config/ConfigService.js"
 import * as Identifier from "../runtime/Identifier.js"
 import { warnBackgroundFailure } from "../runtime/BackgroundFailure.js"
 import * as Prompts from "../runtime/Prompts.js"
-import * as Wildcard from "../runtime/Wildcard.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
 import * as ProviderOptions from "../llm/ProviderOptions.js"
 import { INVALID_TOOL, type LLMEvent, LLMService, ProviderError, type ToolSpec } from "../llm/LLMService.js"
 import { type LiveMessage, ModelMessageCache } from "../llm/MessageConversion.js"
-import { type ModelNotConfigured, ProviderRegistry, type ResolvedModel } from "../llm/ProviderRegistry.js"
+import { ProviderRegistry, type ResolvedModel } from "../llm/ProviderRegistry.js"
 import * as Permission from "../permission/Permission.js"
 import { PermissionPolicy } from "../permission/PermissionPolicy.js"
 import { PermissionService } from "../permission/PermissionService.js"
@@ -65,75 +61,16 @@ import * as Tool from "../tool/Tool.js"
 import * as ToolSlots from "../tool/ToolSlots.js"
 import { ToolRegistry } from "../tool/ToolRegistry.js"
 import { Truncation } from "../tool/Truncation.js"
+import { childRules } from "./ChildRules.js"
+import * as Decisions from "./Decisions.js"
+import { type Ending, errorOf, emptyUsage, type LoopError, type PromptInput, type PromptPartInput, type RunOptions, type RunOutcome, type StopReason, StopRun, stopRun, totalTokens } from "./LoopTypes.js"
+import { makeRequestCache, requestMessages } from "./Request.js"
 
-// --- inputs and outcomes -----------------------------------------------------------------
+export type { Ending, LoopError, PromptInput, PromptPartInput, RunOutcome, StopReason } from "./LoopTypes.js"
+export { cleanTitle, retryDelay } from "./Decisions.js"
 
-export type PromptPartInput =
-  | { readonly type: "text"; readonly text: string; readonly synthetic?: boolean }
-  | {
-    readonly type: "file"
-    readonly mime: string
-    readonly url: string
-    readonly filename?: string
-    /** `{type: "resource", uri, clientName}`: an MCP resource, read through its server and given to the model. */
-    readonly source?: typeof FilePartSource.Type
-  }
-  | { readonly type: "agent"; readonly name: string }
-  | {
-    readonly type: "subtask"
-    readonly prompt: string
-    readonly description: string
-    readonly agent: string
-    readonly model?: ModelRef
-    /** The command that asked for it. */
-    readonly command?: string
-  }
-
-export interface PromptInput {
-  readonly sessionID: SessionID
-  readonly parts: ReadonlyArray<PromptPartInput>
-  /** The agent for this message (default: the session's last, else the default agent). */
-  readonly agent?: string
-  readonly model?: ModelRef
-  /** The model's variant for this message (default: the agent's `variant`, when the model has it). */
-  readonly variant?: string
-  /** Extra system text for this message. */
-  readonly system?: string
-  readonly messageID?: MessageID
-  /** Store the message without running the model. */
-  readonly noReply?: boolean
-  /** Legacy per-message switches: `{tool: false}` hides a tool. */
-  readonly tools?: Record<string, boolean>
-  /** Answer every permission ask of this run with "once" (deny rules still apply). */
-  readonly autoApprove?: boolean
-  /** A lower step limit for this run than the agent's own. */
-  readonly maxSteps?: number
-}
-
-/** Why a run ended. */
-export type StopReason =
-  | "completed"
-  | "rejected"
-  | "error"
-  | "aborted"
-  | "steps"
-  | "duration"
-  | "stall"
-  | "budget"
-
-export interface RunOutcome {
-  readonly reason: StopReason
-  /** The last assistant message of the run, if the model was called. */
-  readonly message?: MessageWithParts
-  /** What went wrong, for `error` and the limits. */
-  readonly error?: MessageError
-  readonly usage: { readonly cost: number; readonly tokens: number; readonly steps: number }
-}
-
-/** How a run ended, before the usage and last message are attached. */
-type Ending = Pick<RunOutcome, "reason" | "error">
-
-export type LoopError = SessionNotFound | AgentNotFound | ModelNotConfigured
+/** Tool calls of one step that run at once (`tool_concurrency`); the rest wait their turn, in order. Claude Code's default. */
+export const DEFAULT_TOOL_CONCURRENCY = 10
 
 export interface SessionLoopShape {
   /** Adds a user message and runs the loop until the model is done (joins a run in progress). */
@@ -157,41 +94,6 @@ export interface SessionLoopShape {
   >
   readonly statuses: () => Effect.Effect<ReadonlyMap<SessionID, SessionStatus>>
 }
-
-interface RunOptions {
-  readonly autoApprove: boolean
-  readonly maxSteps?: number | undefined
-  /** Summarize the session instead of running the model on it. */
-  readonly compactOnly?: boolean
-}
-
-/** Defaults that OpenCode uses; the retry cap is ours (OpenCode retries forever). */
-const DEFAULT_RETRY_ATTEMPTS = 10
-const DOOM_LOOP_THRESHOLD = 3
-/** Tool calls of one step that run at once (`tool_concurrency`); the rest wait their turn, in order. Claude Code's default. */
-export const DEFAULT_TOOL_CONCURRENCY = 10
-const COMPACTION_NOT_ENOUGH =
-  "The conversation no longer fits the model's context window, even right after summarizing it. Start a new session or use a model with a larger window."
-const TITLE_MAX = 100
-
-const emptyUsage = (): TokenUsage => ({ input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } })
-const totalTokens = (usage: TokenUsage) =>
-  usage.input + usage.output + usage.reasoning + usage.cache.read + usage.cache.write
-
-/** The retry delay OpenCode uses: what the provider asked for, else 2 s doubling, capped at 30 s. */
-export const retryDelay = (error: ProviderError, attempt: number, base = 2000): number => {
-  if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, 2_147_483_647)
-  return Math.min(base * 2 ** (attempt - 1), 30_000)
-}
-
-const errorOf = (name: string, message: string, extra: Record<string, unknown> = {}): MessageError => ({
-  name,
-  data: { message, ...extra }
-})
-
-/** The loop's own control flow: a step ended in a way that stops the run. */
-class StopRun extends Data.TaggedError("StopRun")<{ readonly reason: StopReason; readonly error?: MessageError }> {}
-const stopRun = (reason: StopReason, error: MessageError) => new StopRun({ reason, error })
 
 interface Runner {
   readonly fiber: Fiber.RuntimeFiber<RunOutcome, LoopError>
@@ -252,7 +154,7 @@ function make() {
 
     const runners = new Map<SessionID, Runner>()
     const statuses = new Map<SessionID, SessionStatus>()
-    const retryAttempts = config.retry?.attempts ?? DEFAULT_RETRY_ATTEMPTS
+    const retryAttempts = config.retry?.attempts ?? Decisions.DEFAULT_RETRY_ATTEMPTS
     const toolConcurrency = config.tool_concurrency ?? DEFAULT_TOOL_CONCURRENCY
     const continueOnDeny = config.experimental?.continue_loop_on_deny === true
 
@@ -448,59 +350,13 @@ function make() {
         return depth
       })
 
-    /**
-     * The parent's denies as they hold in the parent (and rules `keep` names, in place). A deny
-     * on one permission is carried whole (as OpenCode carries edit denies). A wildcard deny that
-     * later rules partly undo (`"*": deny` then `read: allow`) would lock the child out of what
-     * the parent may do, so it is carried as one deny per known permission that no later allow
-     * or ask gives back.
-     */
-    const parentDenies = (
-      rules: PermissionRuleset,
-      permissions: ReadonlyArray<string>,
-      keep: (rule: PermissionRuleset[number]) => boolean = () => false
-    ): PermissionRuleset =>
-      rules.flatMap((rule, index) => {
-        if (keep(rule)) return [rule]
-        if (rule.action !== "deny" || rule.source?.layer === "default") return []
-        if (!/[*?]/.test(rule.permission)) return [rule]
-        const undone = rules.slice(index + 1).filter((later) => later.action !== "deny")
-        if (!undone.some((later) => Wildcard.match(later.permission, rule.permission))) return [rule]
-        return permissions
-          .filter((name) => Wildcard.match(name, rule.permission) && !undone.some((later) => Wildcard.match(name, later.permission)))
-          .map((name) => ({ ...rule, permission: name }))
-      })
-
-    /**
-     * The child session's rules: what the parent may not do, the child may not do either (its
-     * agent's and its session's denies, and the parent session's external-directory answers);
-     * todo and task are off unless the subagent's own config mentions them; no task at all
-     * past the nesting limit.
-     */
-    const childRules = (parent: Agent, parentSession: PermissionRuleset, subagent: Agent, childDepth: number) =>
+    /** The child session's rules (ChildRules.ts), with every permission the tools know of. */
+    const childRulesFor = (parent: Agent, parentSession: PermissionRuleset, subagent: Agent, childDepth: number) =>
       Effect.gen(function*() {
         const tools = [...(yield* registry.all()), ...(yield* mcp.tools())]
         const permissions = [...new Set([...tools.map((tool) => Permission.permissionOfTool(tool.id)), "task", "external_directory"])]
-        const own = (permission: string) =>
-          subagent.permission.some((rule) => rule.permission === permission && rule.source?.layer !== "default")
-        const carried = [
-          ...parentDenies(parent.permission, permissions),
-          ...parentDenies(parentSession, permissions, (rule) => rule.permission === "external_directory")
-        ]
-        const note = (text: string) => ({ layer: "session" as const, note: text })
-        return [
-          ...carried,
-          ...(own("todowrite") ? [] : [{ permission: "todowrite", pattern: "*", action: "deny" as const, source: note("subagent default") }]),
-          ...(own("task") && childDepth < subagentDepth
-            ? []
-            : [{ permission: "task", pattern: "*", action: "deny" as const, source: note(`subagent depth limit ${subagentDepth}`) }])
-        ] satisfies PermissionRuleset
+        return childRules({ parent, parentSession, subagent, childDepth, subagentDepth, permissions })
       })
-
-    const subagentResult = (childID: SessionID, outcome: RunOutcome) => {
-      const texts = (outcome.message?.parts ?? []).flatMap((part) => (part.type === "text" && !part.synthetic ? [part.text] : []))
-      return `<task id="${childID}" state="${outcome.reason}">\n<task_result>\n${texts.join("\n").trim()}\n</task_result>\n</task>`
-    }
 
     /** Runs (or resumes) a subagent in a child session and returns its last answer. */
     const runSubagent = (
@@ -535,7 +391,7 @@ function make() {
             parentID: context.sessionID,
             title: `${params.description} (@${subagent.name} subagent)`,
             agent: subagent.name,
-            permission: yield* childRules(context.agent, parentSession.permission ?? [], subagent, childDepth)
+            permission: yield* childRulesFor(context.agent, parentSession.permission ?? [], subagent, childDepth)
           }).pipe(Effect.orDie)
 
         const parentMessage = yield* store.getMessage(context.sessionID, context.messageID).pipe(Effect.orDie)
@@ -571,7 +427,7 @@ function make() {
           Effect.onInterrupt(() => abort(child.id)),
           Effect.mapError((error) => fail(`The ${subagent.name} subagent could not start: ${error.message}`))
         )
-        const output = subagentResult(child.id, outcome)
+        const output = Decisions.subagentResult(child.id, outcome)
         if (outcome.reason !== "completed") {
           const why = outcome.error?.data.message ?? outcome.reason
           return yield* fail(`The ${subagent.name} subagent stopped before finishing (${why}).\n${output}\nPass task_id="${child.id}" to resume it.`)
@@ -615,7 +471,7 @@ function make() {
           info: message.info,
           parts: [...message.parts]
         }))
-        const cache = new ModelMessageCache()
+        const requests = makeRequestCache()
         const runStart = Date.now()
         const runUsage = { cost: 0, tokens: 0, steps: 0 }
         let lastActivity = Date.now()
@@ -654,51 +510,8 @@ function make() {
             }
           })
 
-        const latestUser = () => {
-          for (let index = history.length - 1; index >= 0; index--) {
-            if (history[index]!.info.role === "user") return history[index] as LiveMessage & { info: UserMessage }
-          }
-          return undefined
-        }
-
-        const isFinished = (message: LiveMessage) =>
-          message.info.role === "assistant" &&
-          message.info.finish !== undefined &&
-          message.info.finish !== "tool-calls" &&
-          message.info.finish !== "unknown"
-
-        /** The model's last reply answers the newest user message and asks for nothing more. */
-        const done = () => {
-          const last = history.at(-1)
-          if (!last || last.info.role !== "assistant") return false
-          return isFinished(last)
-        }
-
-        /** The newest finished step after the latest summary (steps before it were already summarized). */
-        const lastFinishedAfterSummary = () => {
-          for (let index = history.length - 1; index >= 0; index--) {
-            const message = history[index]!
-            if (message.info.role === "assistant" && message.info.summary) return undefined
-            if (isFinished(message) || (message.info.role === "assistant" && message.info.finish === "tool-calls")) return message
-          }
-          return undefined
-        }
-
-        /** Tokens (4 characters each) the history gained after `step` was sent: its tool results and newer messages' text. */
-        const addedSince = (step: LiveMessage) => {
-          let chars = 0
-          // From the newest message back to `step` (the history before it is not walked every step).
-          for (let index = history.length - 1; index >= 0; index--) {
-            const message = history[index]!
-            for (const part of message.parts) {
-              if (part.type === "tool" && part.state.status === "completed" && !part.state.time.compacted) chars += part.state.output.length
-              else if (part.type === "tool" && part.state.status === "error") chars += part.state.error.length
-              else if (message !== step && part.type === "text") chars += part.text.length
-            }
-            if (message === step) break
-          }
-          return Math.ceil(chars / 4)
-        }
+        const latestUser = () => Decisions.latestUser(history)
+        const done = () => Decisions.isDone(history)
 
         /** A new, empty assistant message answering `user`: stored, and appended to the history. */
         const startAssistantMessage = (user: LiveMessage, agent: Agent, model: ResolvedModel) =>
@@ -724,19 +537,6 @@ function make() {
             yield* store.upsertMessage(info)
             return message
           })
-
-        /** Subtask parts of the newest user message that no later task call has handled yet. */
-        const pendingSubtask = (user: LiveMessage) => {
-          // Most prompts have no subtask: skip the scan of everything after it.
-          if (!user.parts.some((part) => part.type === "subtask")) return undefined
-          const index = history.indexOf(user)
-          const handled = new Set(
-            history.slice(index + 1).flatMap((message) =>
-              message.parts.flatMap((part) => part.type === "tool" && typeof part.metadata?.subtask === "string" ? [part.metadata.subtask] : [])
-            )
-          )
-          return user.parts.find((part): part is Extract<Part, { type: "subtask" }> => part.type === "subtask" && !handled.has(part.id))
-        }
 
         /** Runs a requested subtask as a task call of a new assistant message; the model then sees its result. */
         const runPendingSubtask = (
@@ -805,8 +605,7 @@ function make() {
             yield* finishMessage(message, { finish: "tool-calls" })
           })
 
-        const stepLimitOf = (agent: Agent) =>
-          options.maxSteps === undefined ? agent.steps : Math.min(agent.steps ?? Infinity, options.maxSteps)
+        const stepLimitOf = (agent: Agent) => Decisions.stepLimit(agent.steps, options.maxSteps)
 
         let compactedWithoutStep = false
         /** Replaces the in-memory history by [tail, summary request, summary] (+ a nudge to go on). */
@@ -855,22 +654,22 @@ function make() {
               yield* FiberSet.run(background, generateTitle(sessionID, user, model))
             }
             // A subtask the user asked for (a subtask part or an @agent mention) runs first.
-            const subtask = pendingSubtask(user)
+            const subtask = Decisions.pendingSubtask(history, user)
             if (subtask) {
               yield* runPendingSubtask(subtask, user, agent, model)
               continue
             }
             // The last step filled the window: summarize before asking again. Only steps after
             // the latest summary count, and never twice without a real step in between.
-            const lastStep = lastFinishedAfterSummary()
-            if (compaction.auto && lastStep && compaction.isOverflow(lastStep.info as AssistantMessage, model.info, addedSince(lastStep))) {
-              if (compactedWithoutStep) return yield* stopRun("error", errorOf("ContextOverflowError", COMPACTION_NOT_ENOUGH))
+            const lastStep = Decisions.lastFinishedAfterSummary(history)
+            if (compaction.auto && lastStep && compaction.isOverflow(lastStep.info as AssistantMessage, model.info, Decisions.addedSince(history, lastStep))) {
+              if (compactedWithoutStep) return yield* stopRun("error", errorOf("ContextOverflowError", Decisions.COMPACTION_NOT_ENOUGH))
               yield* compactHistory({ model, user: user.info, auto: true, overflow: false })
               continue
             }
             const outcome = yield* processStep({ agent, model, user, step })
             if (outcome?.reason === "error" && outcome.error?.data.contextOverflow === true && compaction.auto) {
-              if (compactedWithoutStep) return yield* stopRun("error", errorOf("ContextOverflowError", COMPACTION_NOT_ENOUGH))
+              if (compactedWithoutStep) return yield* stopRun("error", errorOf("ContextOverflowError", Decisions.COMPACTION_NOT_ENOUGH))
               yield* compactHistory({ model, user: user.info, auto: true, overflow: true })
               continue
             }
@@ -927,7 +726,7 @@ function make() {
               ],
               userSystem: user.info.system
             })
-            const messages = requestMessages(agent, input.step, isLastStep)
+            const messages = requestMessages(requests, { history, agent: agent.name, step: input.step, isLastStep })
 
             const message = yield* startAssistantMessage(user, agent, model)
             const info = message.info as AssistantMessage
@@ -960,7 +759,7 @@ function make() {
                 if (!kept.includes(part)) yield* store.removePart(sessionID, info.id, part.id)
               }
               message.parts.splice(0, message.parts.length, ...kept)
-              const delay = retryDelay(error, attempt, config.retry?.delay)
+              const delay = Decisions.retryDelay(error, attempt, config.retry?.delay)
               yield* bus.publish({
                 type: "session.retry",
                 properties: {
@@ -978,113 +777,6 @@ function make() {
               yield* setStatus(sessionID, { type: "busy" })
             }
           })
-
-        /**
-         * The history converted for the model up to its first unfinished message, in request
-         * order, as the previous step left it. A step converts only what follows (walking a long
-         * session message by message on every step made its steps slower the longer it ran);
-         * the kept part is checked first: same messages, same summary position, and each user
-         * message wrapped (or not) as before.
-         */
-        let converted:
-          | {
-            readonly summaryIndex: number
-            readonly messages: Array<LiveMessage>
-            readonly out: Array<ModelMessage>
-            readonly users: Array<{ readonly index: number; readonly assistantBefore: boolean; readonly wrapped: boolean }>
-            planBefore: boolean
-            assistantBefore: boolean
-          }
-          | undefined
-
-        /** History as the model sees it, with this step's reminders. */
-        const requestMessages = (agent: Agent, stepNumber: number, isLastStep: boolean): Array<ModelMessage> => {
-          let lastFinishedIndex = -1
-          for (let index = history.length - 1; index >= 0; index--) {
-            if (isFinished(history[index]!)) {
-              lastFinishedIndex = index
-              break
-            }
-          }
-          // After a compaction the model sees the summary first, then the turns kept verbatim.
-          let summaryIndex = -1
-          for (let index = history.length - 1; index >= 1; index--) {
-            const message = history[index]!
-            if (message.info.role === "assistant" && message.info.summary && message.info.time.completed !== undefined) {
-              summaryIndex = index
-              break
-            }
-          }
-          // Index order: [question, summary, older turns, newer turns], or simply history order.
-          const at = (position: number): number =>
-            summaryIndex < 0
-              ? position
-              : position === 0
-              ? summaryIndex - 1
-              : position === 1
-              ? summaryIndex
-              : position <= summaryIndex
-              ? position - 2
-              : position
-          const wraps = (index: number, assistantBefore: boolean) => stepNumber > 1 && index > lastFinishedIndex && assistantBefore
-          const kept = converted
-          const keep = kept !== undefined && kept.summaryIndex === summaryIndex && kept.messages.length <= history.length &&
-            kept.users.every((user) => wraps(user.index, user.assistantBefore) === user.wrapped) &&
-            kept.messages.every((message, position) => history[at(position)] === message)
-          const prefix = keep
-            ? kept
-            : {
-              summaryIndex,
-              messages: [],
-              out: [],
-              users: [],
-              planBefore: false,
-              assistantBefore: false
-            }
-          converted = prefix
-          // The kept part grows up to the first unfinished message (where it stopped last time may be finished now).
-          let extending = true
-          const out: Array<ModelMessage> = prefix.out.slice()
-          let planBefore = prefix.planBefore
-          let assistantBefore = prefix.assistantBefore
-          for (let position = prefix.messages.length; position < history.length; position++) {
-            const index = at(position)
-            const message = history[index]!
-            const wrap = message.info.role === "user" && wraps(index, assistantBefore)
-            const before = assistantBefore
-            if (message.info.role === "assistant") {
-              assistantBefore = true
-              if (message.info.agent === "plan") planBefore = true
-            }
-            const messages = cache.convert(message, { wrapUserText: wrap })
-            for (const each of messages) out.push(each)
-            // A finished message converts the same way on later steps: it joins the kept part.
-            if (extending && (message.info.role === "user" || message.info.time.completed !== undefined)) {
-              prefix.messages.push(message)
-              for (const each of messages) prefix.out.push(each)
-              if (message.info.role === "user") prefix.users.push({ index, assistantBefore: before, wrapped: wrap })
-              prefix.planBefore = planBefore
-              prefix.assistantBefore = assistantBefore
-            } else {
-              extending = false
-            }
-          }
-          const reminder = agent.name === "plan"
-            ? Prompts.read("session/plan.txt")
-            : agent.name === "build" && planBefore
-            ? Prompts.read("session/build-switch.txt")
-            : undefined
-          if (reminder) {
-            const lastUserIndex = out.findLastIndex((message) => message.role === "user")
-            if (lastUserIndex >= 0) {
-              const target = out[lastUserIndex] as Extract<ModelMessage, { role: "user" }>
-              const content = typeof target.content === "string" ? [{ type: "text" as const, text: target.content }] : target.content
-              out[lastUserIndex] = { ...target, content: [...content, { type: "text", text: reminder }] }
-            }
-          }
-          if (isLastStep) out.push({ role: "assistant", content: Prompts.read("session/max-steps.txt") })
-          return out
-        }
 
         const writePart = (message: LiveMessage, part: Part) =>
           Effect.gen(function*() {
@@ -1109,20 +801,6 @@ function make() {
             }
             yield* store.upsertMessage(message.info)
           })
-
-        /** The tool calls before this one in the current run, newest last, for doom-loop detection. */
-        const previousToolCalls = (count: number): Array<ToolPart> => {
-          const calls: Array<ToolPart> = []
-          for (let index = history.length - 1; index >= 0 && calls.length < count; index--) {
-            const message = history[index]!
-            if (message.info.role === "user") break
-            for (let p = message.parts.length - 1; p >= 0 && calls.length < count; p--) {
-              const part = message.parts[p]!
-              if (part.type === "tool" && part.state.status !== "pending") calls.push(part)
-            }
-          }
-          return calls.reverse()
-        }
 
         const streamOnce = (input: {
           agent: Agent
@@ -1315,12 +993,7 @@ function make() {
               const doomLoop = (part: ToolPart, toolInput: unknown) =>
                 Effect.gen(function*() {
                   // This call and the ones right before it, all the same: the model is going in circles.
-                  const recent = previousToolCalls(DOOM_LOOP_THRESHOLD - 1)
-                  if (recent.length < DOOM_LOOP_THRESHOLD - 1) return true
-                  const same = recent.every(
-                    (call) => call.tool === part.tool && JSON.stringify(call.state.input) === JSON.stringify(toolInput)
-                  )
-                  if (!same) return true
+                  if (!Decisions.isDoomLoop(Decisions.previousToolCalls(history, Decisions.DOOM_LOOP_THRESHOLD - 1), part.tool, toolInput)) return true
                   // Asked against the agent's own rules: a session cannot silence the guard.
                   const asked = yield* Effect.either(
                     ask(
@@ -1541,7 +1214,7 @@ function make() {
           Effect.onInterrupt(() => cleanUp(runner.stopReason ?? "aborted", runner.stopError))
         )
         // Old tool outputs are cleared once the run is over, never in the middle of it.
-        yield* compaction.prune(sessionID, history).pipe(Effect.catchAllCause(warnBackgroundFailure("pruning old tool output failed")))
+        yield* compaction.prune(sessionID, history).pipe(Effect.asVoid,Effect.catchAllCause(warnBackgroundFailure("pruning old tool output failed")))
         if (filesChanged) {
           yield* sessionChanges.summarize(sessionID).pipe(Effect.catchAllCause(warnBackgroundFailure("session diff failed")))
         }
@@ -1681,7 +1354,7 @@ function make() {
             if (event.type === "text-delta") answer += event.text
           }))
         )
-        const title = cleanTitle(answer)
+        const title = Decisions.cleanTitle(answer)
         if (!title) return
         const current = yield* store.get(sessionID)
         if (current.title.startsWith("New session - ")) yield* store.update(sessionID, { title })
@@ -1702,18 +1375,5 @@ function make() {
       statuses: () => Effect.sync(() => new Map(statuses))
     } satisfies SessionLoopShape
   })
-}
-
-/** First meaningful line of the title model's answer, without quotes or a "Title:" prefix. */
-export const cleanTitle = (answer: string): string | undefined => {
-  const line = answer
-    .replace(/<think>[\s\S]*?<\/think>/g, "")
-    .split("\n")
-    .map((candidate) => candidate.trim())
-    .find((candidate) => candidate.length > 0)
-  if (!line) return undefined
-  const cleaned = line.replace(/^title:\s*/i, "").replace(/^["'`*#\s]+|["'`*\s.]+$/g, "").trim()
-  if (!cleaned) return undefined
-  return cleaned.length > TITLE_MAX ? `${cleaned.slice(0, TITLE_MAX - 1)}…` : cleaned
 }
 
