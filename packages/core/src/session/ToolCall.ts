@@ -71,9 +71,10 @@ const noteFailure = (step: StepCalls, error: unknown) => {
 export const askPermission = (
   step: StepCalls,
   request: AskRequest,
-  callID: string,
+  call: { readonly callID: string; readonly tool: string },
   ruleset: PermissionRuleset = step.ruleset
 ): Effect.Effect<void, AskError> => {
+  const { callID } = call
   const { state } = step
   const ask = Effect.suspend(() => {
     state.waitingOnUser++
@@ -96,7 +97,7 @@ export const askPermission = (
   return step.interceptors.reduce<Effect.Effect<void, AskError>>(
     (next, interceptor) =>
       interceptor.permission
-        ? interceptor.permission({ sessionID: state.sessionID, callID, tool: request.permission, agent: step.agent }, request, next)
+        ? interceptor.permission({ sessionID: state.sessionID, callID, tool: call.tool, agent: step.agent }, request, next)
         : next,
     ask
   )
@@ -112,7 +113,7 @@ export const checkRepeat = (step: StepCalls, part: ToolPart, input: unknown) =>
     const asked = yield* Effect.either(askPermission(
       step,
       { permission: "doom_loop", patterns: [part.tool], always: [part.tool], metadata: { tool: part.tool, input } },
-      part.callID,
+      part,
       step.agent.permission
     ))
     if (asked._tag === "Right") return true
@@ -222,7 +223,7 @@ export const runToolCall = (step: StepCalls, part: ToolPart, input: unknown): Ef
       callID: part.callID,
       agent: step.agent,
       abort: step.abort,
-      ask: (request) => askPermission(step, request, part.callID),
+      ask: (request) => askPermission(step, request, part),
       rules: step.toolRules,
       metadata: (update) =>
         Effect.suspend(() => {
