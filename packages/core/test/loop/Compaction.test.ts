@@ -275,7 +275,7 @@ describe("prune", () => {
           yield* store.upsertMessage(message.info)
           for (const part of message.parts) yield* store.upsertPart(part)
         }
-        const pruned = yield* (yield* Compaction).prune(session.id, messages)
+        const { pruned } = yield* (yield* Compaction).prune(session.id, messages)
         const stored = (yield* store.messages(session.id)).flatMap((message) => message.parts)
         const cleared = stored.filter((part) => part.type === "tool" && part.state.status === "completed" && part.state.time.compacted)
         return { pruned, cleared: cleared.map((part) => (part.type === "tool" ? part.tool : "")) }
