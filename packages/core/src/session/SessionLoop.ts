@@ -260,6 +260,7 @@ function make() {
       Effect.gen(function*() {
         if (status.type === "idle") statuses.delete(sessionID)
         else statuses.set(sessionID, status)
+        yield* sessionChanges.setRunning(sessionID, status.type !== "idle")
         yield* bus.publish({ type: "session.status", properties: { sessionID, status } })
         if (status.type === "idle") yield* bus.publish({ type: "session.idle", properties: { sessionID } })
       })
