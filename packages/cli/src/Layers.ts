@@ -8,6 +8,7 @@ import { Bus } from "@agent/core/runtime/Bus"
 import { Instance } from "@agent/core/runtime/Instance"
 import { ConfigService } from "@agent/core/config/ConfigService"
 import { SessionChanges } from "@agent/core/snapshot/SessionChanges"
+import { SessionStatuses } from "@agent/core/runtime/SessionStatuses"
 import { Snapshot } from "@agent/core/snapshot/Snapshot"
 import { Layer } from "effect"
 
@@ -31,6 +32,7 @@ export const reading = SessionStore.layer.pipe(
 
 /** `reading`, and what sessions changed in the project's files (read from the snapshot store). */
 export const changes = SessionChanges.layer.pipe(
+  Layer.provideMerge(SessionStatuses.layer),
   Layer.provideMerge(Snapshot.layer),
   Layer.provideMerge(Layer.mergeAll(SessionStore.layer, ConfigService.layer)),
   Layer.provideMerge(Layer.mergeAll(Database.layerReadOnly, Bus.layer)),

@@ -23,6 +23,7 @@ import { Mcp } from "./mcp/Mcp.js"
 import { Sandbox } from "./sandbox/Sandbox.js"
 import { QuestionService } from "./question/QuestionService.js"
 import { SessionChanges } from "./snapshot/SessionChanges.js"
+import { SessionStatuses } from "./runtime/SessionStatuses.js"
 import { Snapshot } from "./snapshot/Snapshot.js"
 import { type AnyTool } from "./tool/Tool.js"
 import { ToolRegistry } from "./tool/ToolRegistry.js"
@@ -111,7 +112,7 @@ export const makeAppLayer = <PolicyError = never>(
   const withTools = BuiltinTools.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
-  const changes = SessionChanges.layer.pipe(Layer.provideMerge(permissions))
+  const changes = SessionChanges.layer.pipe(Layer.provideMerge(permissions), Layer.provideMerge(SessionStatuses.layer))
   const loop = SessionLoop.layer.pipe(Layer.provideMerge(changes))
   return Layer.mergeAll(CommandRegistry.layer, AgentGenerator.layer).pipe(Layer.provideMerge(loop))
 }

@@ -21,6 +21,7 @@ import { Mcp } from "../mcp/Mcp.js"
 import { resourceTools } from "../mcp/McpTools.js"
 import { ToolRegistry } from "../tool/ToolRegistry.js"
 import { Truncation } from "../tool/Truncation.js"
+import { SessionStatuses, type SessionStatusesShape } from "../runtime/SessionStatuses.js"
 import { DEFAULT_RETRY_ATTEMPTS } from "./Decisions.js"
 
 /** Tool calls of one step that run at once (`tool_concurrency`); the rest wait their turn, in order. Claude Code's default. */
@@ -59,8 +60,8 @@ export interface LoopDeps {
   /** Work that outlives a run (title generation): interrupted with the layer. */
   readonly background: FiberSet.FiberSet
   readonly settings: LoopSettings
-  /** Session statuses, as `status`/`statuses` report them; every change is published. */
-  readonly statuses: Map<SessionID, SessionStatus>
+  /** Session statuses (the runtime's one record), as `status`/`statuses` report them; every change is published. */
+  readonly statuses: SessionStatusesShape
   readonly setStatus: (sessionID: SessionID, status: SessionStatus) => Effect.Effect<void>
   readonly resolveAgent: (name: string | undefined) => Effect.Effect<Agent, AgentNotFound>
   /** Skill folders are readable without an external-directory question. */
@@ -74,11 +75,10 @@ export const makeLoopDeps = Effect.gen(function*() {
   const skills = yield* SkillRegistry
   const mcp = yield* Mcp
   const config = yield* (yield* ConfigService).get()
-  const statuses = new Map<SessionID, SessionStatus>()
+  const statuses = yield* SessionStatuses
   const setStatus = (sessionID: SessionID, status: SessionStatus) =>
     Effect.gen(function*() {
-      if (status.type === "idle") statuses.delete(sessionID)
-      else statuses.set(sessionID, status)
+      yield* statuses.set(sessionID, status)
       yield* bus.publish({ type: "session.status", properties: { sessionID, status } })
       if (status.type === "idle") yield* bus.publish({ type: "session.idle", properties: { sessionID } })
     })

@@ -17,6 +17,7 @@ import { ProviderRegistry } from "../llm/ProviderRegistry.js"
 import { PermissionPolicy } from "../permission/PermissionPolicy.js"
 import { PermissionService } from "../permission/PermissionService.js"
 import { SessionChanges } from "../snapshot/SessionChanges.js"
+import { SessionStatuses } from "../runtime/SessionStatuses.js"
 import { Snapshot } from "../snapshot/Snapshot.js"
 import { SessionStore } from "../store/SessionStore.js"
 import { Mcp } from "../mcp/Mcp.js"
@@ -82,6 +83,7 @@ export class SessionLoop extends Context.Tag("@agent/core/SessionLoop")<SessionL
     | Instance
     | Snapshot
     | SessionChanges
+    | SessionStatuses
   > = Layer.scoped(SessionLoop, make())
 }
 
@@ -224,11 +226,11 @@ function make() {
       summarize: Effect.fn("SessionLoop.summarize")(function*(sessionID: SessionID) {
         return yield* summarizeSession(deps, sessionID)
       }),
-      status: (sessionID) => Effect.sync(() => deps.statuses.get(sessionID) ?? { type: "idle" as const }),
+      status: (sessionID) => deps.statuses.get(sessionID),
       rules: Effect.fn("SessionLoop.rules")(function*(input: { readonly sessionID: SessionID; readonly agent?: string }) {
         return yield* rulesFor(deps, input)
       }),
-      statuses: () => Effect.sync(() => new Map(deps.statuses))
+      statuses: () => deps.statuses.all()
     } satisfies SessionLoopShape
   })
 }

@@ -1,7 +1,7 @@
 import type { Part, ToolPart } from "@agent/domain"
 import * as path from "node:path"
 import { INVALID_TOOL } from "../llm/LLMService.js"
-import type { StepTouch } from "./Snapshot.js"
+import type { StepTouch } from "./SnapshotTypes.js"
 import type * as Tool from "../tool/Tool.js"
 
 // Apart from Snapshot.ts, so that reading snapshots (`agent session show`) loads no model library.

@@ -2,7 +2,7 @@
 // The names other subsystems use of it, and its errors. Code imports the file that holds a name (see
 // docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 import type { RevertError } from "@agent/domain"
-import type { SnapshotError } from "./Snapshot.js"
+import type { SnapshotError } from "./SnapshotTypes.js"
 
 export { SessionChanges } from "./SessionChanges.js"
 export type { FileChange } from "./SessionChanges.js"

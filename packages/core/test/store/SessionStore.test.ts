@@ -593,4 +593,19 @@ describe("database file", () => {
         expect(leases.map((lease) => lease.owner)).not.toContain("ghost")
       }).pipe(Effect.provide(storeLayer(box, file)))
     }))
+
+  it.scopedLive("a live process's lease keeps beating: another process still sees its running tool call as running after 30 s", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const file = box.path("home/agent.db")
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const beat = sql<{ heartbeat: number }>`SELECT heartbeat FROM lease`.pipe(Effect.map((rows) => rows[0]!.heartbeat), Effect.orDie)
+        const first = yield* beat
+        // The beat comes every 5 s; each must write the time it runs, or the lease looks 30 s old
+        // to the next process that opens the store, which then takes this one's calls for dead.
+        yield* Effect.sleep("5500 millis")
+        expect((yield* beat) - first).toBeGreaterThanOrEqual(4_000)
+      }).pipe(Effect.scoped, Effect.provide(storeLayer(box, file)))
+    }), 20_000)
 })
