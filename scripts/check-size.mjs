@@ -1,4 +1,4 @@
-// Checks the size rule of packages/*/src (run by `pnpm typecheck`; docs/architecture.md): no file over 500
+// Checks the size rule of packages/*/src (run by `pnpm typecheck`; docs/architecture.md says so): no file over 500
 // lines unless its first lines say why (a comment holding "over 500 lines:"), no function over 150 lines.
 // Prints each problem and exits with 1 when there is any.
 import { execSync } from "node:child_process"
