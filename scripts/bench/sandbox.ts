@@ -55,18 +55,19 @@ const childCpu = (): number => {
 }
 
 /** Runs a spawned process to its end; resolves with the wall time. */
-const timeProcess = (file: string, args: ReadonlyArray<string>, env: Record<string, string>, cwd: string, statusFd: boolean) =>
+const timeProcess = (file: string, args: ReadonlyArray<string>, env: Record<string, string>, cwd: string, extraFds: 0 | 1 | 2) =>
   new Promise<number>((resolve, reject) => {
     const start = process.hrtime.bigint()
     const child = spawn(file, [...args], {
       cwd,
       env,
       detached: true,
-      stdio: statusFd ? ["ignore", "pipe", "pipe", "pipe"] : ["ignore", "pipe", "pipe"]
+      stdio: ["ignore", "pipe", "pipe", ...Array.from({ length: extraFds }, () => "pipe" as const)]
     })
     child.stdout!.resume()
     child.stderr!.resume()
     ;(child.stdio[3] as NodeJS.ReadableStream | undefined)?.resume()
+    ;(child.stdio[4] as NodeJS.ReadableStream | undefined)?.resume()
     child.once("error", reject)
     child.once("close", (code) => code === 0 ? resolve(Number(process.hrtime.bigint() - start) / 1e6) : reject(new Error(`exit ${code}`)))
   })
@@ -124,6 +125,14 @@ const program = Effect.gen(function*() {
   const env = Object.fromEntries(Object.entries(info.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
   const plan = yield* sandbox.plan(undefined)
   const processRows: Array<Array<string>> = []
+  // The launch's own cost in this process: the layout (stats of the protected paths), placeholders, release.
+  const prepareTimes: Array<number> = []
+  for (let round = 0; round < RUNS; round++) {
+    const start = process.hrtime.bigint()
+    const launch = yield* sandbox.prepare({ plan, argv: [shell, "-c", "true"], cwd: directory, env, keeper: "wait", tool: "bench" })
+    yield* launch.release
+    prepareTimes.push(Number(process.hrtime.bigint() - start) / 1e6)
+  }
   for (const command of ["true", "ls -R"]) {
     const samples = { off: [] as Array<number>, on: [] as Array<number> }
     const cpu = { off: 0, on: 0 }
@@ -132,8 +141,8 @@ const program = Effect.gen(function*() {
       const run = (which: "off" | "on") => async () => {
         const before = childCpu()
         const wall = which === "off"
-          ? await timeProcess(shell, ["-c", command], env, directory, false)
-          : await timeProcess(launch.file, launch.args, launch.env, directory, launch.statusFd)
+          ? await timeProcess(shell, ["-c", command], env, directory, 0)
+          : await timeProcess(launch.file, launch.args, launch.env, directory, launch.syncFd ? 2 : launch.statusFd ? 1 : 0)
         if (round > 0) cpu[which] += childCpu() - before
         return wall
       }
@@ -163,6 +172,7 @@ const program = Effect.gen(function*() {
   ]
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
   console.log(`bubblewrap ${check.capabilities.bwrap?.version}, ${RUNS} interleaved runs each, load ${os.loadavg()[0]!.toFixed(2)}, ${os.cpus().length} cores`)
+  console.log(`prepare + release of a launch (layout, placeholders): median ${ms(median(prepareTimes))}`)
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "))
 })
 
