@@ -10,6 +10,7 @@ import {
   type GrepMatch,
   type GrepResult,
   InvalidPattern,
+  listingRoot,
   SearchFailed,
   statOrFail
 } from "./FileSearchTypes.js"
@@ -23,9 +24,7 @@ const CONCURRENCY = 24
 
 export const builtinFiles = (input: FilesInput): Effect.Effect<FilesResult, FileSearchError> =>
   abortable(input.signal, async (signal) => {
-    const root = path.resolve(input.cwd)
-    const stat = await statOrFail(root)
-    if (!stat.isDirectory()) throw new SearchFailed({ detail: `Not a directory: ${root}` })
+    const root = await listingRoot(input.cwd)
     const limit = input.limit ?? Number.POSITIVE_INFINITY
     const files: Array<string> = []
     let truncated = false

@@ -1,5 +1,6 @@
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
+import * as path from "node:path"
 
 // What FileSearch takes, returns and fails with (re-exported by FileSearch.ts), and the helpers
 // both engines use to run a search as an Effect.
@@ -79,6 +80,14 @@ export interface FileSearch {
   readonly engine: Engine
   readonly files: (input: FilesInput) => Effect.Effect<FilesResult, FileSearchError>
   readonly grep: (input: GrepInput) => Effect.Effect<GrepResult, FileSearchError>
+}
+
+/** The directory a file listing starts from, resolved; fails naming it when it is missing or not a directory. */
+export const listingRoot = async (cwd: string): Promise<string> => {
+  const root = path.resolve(cwd)
+  const stat = await statOrFail(root)
+  if (!stat.isDirectory()) throw new SearchFailed({ detail: `Not a directory: ${root}` })
+  return root
 }
 
 export const statOrFail = async (target: string): Promise<fs.Stats> => {

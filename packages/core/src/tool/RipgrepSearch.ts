@@ -6,6 +6,7 @@ import {
   type GrepInput,
   type GrepMatch,
   InvalidPattern,
+  listingRoot,
   SearchFailed,
   statOrFail
 } from "./FileSearchTypes.js"
@@ -94,9 +95,7 @@ const checkRun = (run: RgRun, pattern?: string): boolean => {
 
 export const ripgrepFiles = (binary: string, env: Record<string, string>, input: FilesInput) =>
   abortable(input.signal, async (signal) => {
-    const root = path.resolve(input.cwd)
-    const stat = await statOrFail(root)
-    if (!stat.isDirectory()) throw new SearchFailed({ detail: `Not a directory: ${root}` })
+    const root = await listingRoot(input.cwd)
     const limit = input.limit ?? Number.POSITIVE_INFINITY
     const files: Array<string> = []
     let truncated = false
