@@ -6,6 +6,7 @@ import type { ModelInfo, ResolvedModel } from "./ProviderRegistry.js"
 import { providerOptions } from "./ProviderOptions.js"
 import { costOf, sdkUsage, toTokenUsage } from "./Usage.js"
 import { toProviderPrompt } from "./ProviderPrompt.js"
+import { traced } from "../runtime/Tracing.js"
 
 /** A tool as the model sees it. */
 export interface ToolSpec {
@@ -118,9 +119,9 @@ export class LLMService extends Context.Tag("@agent/core/LLMService")<LLMService
                 for (const event of batch) yield* onEvent(event)
               }
             })).pipe(Effect.ensuring(Effect.sync(release))))).pipe(
-          // A plain span rather than `Effect.fn`: `call` is generic in the callback's error, and
-          // once per step a stack trace is not worth its capture.
-          Effect.withSpan("LLMService.call", spanOptions(request))
+          // Not `Effect.fn`: `call` is generic in the callback's error, and once per step a stack
+          // trace is not worth its capture; a span only where spans are recorded (Tracing.traced).
+          traced("LLMService.call", spanOptions(request))
         )
     }
   })

@@ -22,6 +22,7 @@ import { requestMessages } from "./Request.js"
 import { finishMessage, type RunState, startAssistantMessage, touch, writePart } from "./RunState.js"
 import { makeStepProcessor } from "./StepProcessor.js"
 import { checkRepeat, runToolCall, type StepCalls } from "./ToolCall.js"
+import { traced } from "../runtime/Tracing.js"
 
 export interface StepInput {
   readonly agent: Agent
@@ -55,7 +56,7 @@ const foldModelAnswer = (
   span: { readonly sessionID: string; readonly agent: string }
 ) =>
   deps.llm.call(request, fold).pipe(
-    Effect.withSpan("SessionLoop.model", {
+    traced("SessionLoop.model", {
       attributes: {
         "session.id": span.sessionID,
         "agent": span.agent,

@@ -10,6 +10,7 @@ import * as Tool from "../tool/Tool.js"
 import { DOOM_LOOP_THRESHOLD, isDoomLoop, previousToolCalls } from "./Decisions.js"
 import type { LoopDeps } from "./LoopDeps.js"
 import { type RunState, touch, writePart } from "./RunState.js"
+import { traced } from "../runtime/Tracing.js"
 
 export type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
 export type AskError = Effect.Effect.Error<ReturnType<Tool.ToolContext["ask"]>>
@@ -151,7 +152,7 @@ export const execute = (step: StepCalls, tool: Tool.Tool, call: ToolCallInfo, in
         Effect.succeed(result)
       )
     ),
-    Effect.withSpan("SessionLoop.tool", {
+    traced("SessionLoop.tool", {
       attributes: { "session.id": call.sessionID, "agent": call.agent.name, "tool.name": call.tool, "tool.call_id": call.callID }
     })
   )
