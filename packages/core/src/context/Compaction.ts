@@ -222,8 +222,6 @@ const compactionMessages = (
   return { now, userInfo, compactionPart, summaryInfo }
 }
 
-
-
 export class Compaction extends Context.Tag("@agent/core/Compaction")<Compaction, CompactionShape>() {
   static readonly layer: Layer.Layer<
     Compaction,

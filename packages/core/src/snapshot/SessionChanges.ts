@@ -35,7 +35,7 @@ export class SessionChanges extends Context.Tag("@agent/core/SessionChanges")<Se
     SessionChanges,
     never,
     SessionStore | Snapshot | Bus | SqlClient.SqlClient | Instance | SessionStatuses
-  > = Layer.scoped(SessionChanges, make())
+  > = Layer.effect(SessionChanges, make())
 }
 
 function make() {
