@@ -181,7 +181,7 @@ export const run = (env: RunEnv, sessionID: SessionID, request: RunRequest) =>
     const { deps } = env
     const session = yield* deps.store.get(sessionID)
     const history = (yield* deps.store.history(sessionID)).map((message) => ({ info: message.info, parts: [...message.parts] }))
-    const state = makeRunState({ session, options: request.options, incoming: request.incoming, history, stepFiles: deps.snapshots.steps() })
+    const state = makeRunState({ session, options: request.options, incoming: request.incoming, history, stepFiles: deps.snapshots.steps(), toolFibers: yield* FiberSet.make<void, never>() })
     const limits = Effect.flatMap(deps.resolveAgent(Decisions.latestUser(state.history)?.info.agent), (agent) => guards(state, agent))
     const body: Effect.Effect<Ending, LoopError | StopRun> = request.options.compactOnly ? compactOnly(env, state) : steps(env, state)
     const outcome = yield* body.pipe(

@@ -1,7 +1,7 @@
 // The state of one run as a value: its history (the model's view, grown by its steps), its usage,
 // its clocks. Run.ts, Step.ts and ToolCall.ts take it as an argument; nothing else holds it.
 import type { Agent, AssistantMessage, FinishReason, MessageError, MessageID, Part, Session, SessionID } from "@agent/domain"
-import { Effect } from "effect"
+import { Effect, type FiberSet } from "effect"
 import * as Identifier from "../runtime/Identifier.js"
 import type { LiveMessage } from "../llm/MessageConversion.js"
 import type { ResolvedModel } from "../llm/ProviderRegistry.js"
@@ -29,6 +29,11 @@ export interface RunState {
   lastAssistant: LiveMessage | undefined
   /** Snapshots of this run's steps (Snapshot.ts). */
   readonly stepFiles: StepRecorder
+  /**
+   * The tool calls of the run's steps, in the run's scope: a step waits for its own to end, a step that ends
+   * early interrupts them (Step.ts, `endEarly`).
+   */
+  readonly toolFibers: FiberSet.FiberSet<void, never>
   /** A step changed files: the session's diff is refreshed at the end. */
   filesChanged: boolean
   /** A summary was made and no real step followed yet (a second one in a row would not help). */
@@ -41,6 +46,7 @@ export const makeRunState = (input: {
   readonly incoming: Array<LiveMessage>
   readonly history: Array<LiveMessage>
   readonly stepFiles: StepRecorder
+  readonly toolFibers: FiberSet.FiberSet<void, never>
 }): RunState => ({
   sessionID: input.session.id,
   session: input.session,
@@ -54,6 +60,7 @@ export const makeRunState = (input: {
   waitingOnUser: 0,
   lastAssistant: undefined,
   stepFiles: input.stepFiles,
+  toolFibers: input.toolFibers,
   filesChanged: false,
   compactedWithoutStep: false
 })

@@ -65,16 +65,10 @@ const foldModelAnswer = (
     })
   )
 
-/**
- * The files before the step, with a finalizer in the step's scope: when the step did not end
- * normally (aborted, a tool died), what changed so far is recorded still, so it can be undone.
- * `begin` runs outside an acquire: it forks the snapshot's background flush, which must stay
- * interruptible (a fiber forked in an uninterruptible acquire would be too).
- */
+/** The files before the step; `record` takes what the step changed (once). */
 const stepFiles = (deps: LoopDeps, state: RunState, message: LiveMessage, tools: ReadonlyArray<Tool.Tool>) =>
   Effect.gen(function*() {
     const toolsById = new Map<string, Tool.Tool>(tools.map((tool) => [tool.id, tool]))
-    const newPart = () => ({ id: Identifier.ascending("part") as PartID, sessionID: state.sessionID, messageID: message.info.id })
     const before = yield* state.stepFiles.begin()
     const files = {
       before,
@@ -85,25 +79,45 @@ const stepFiles = (deps: LoopDeps, state: RunState, message: LiveMessage, tools:
       }).pipe(Effect.tap((after) => Effect.sync(() => void (after?.patch && (state.filesChanged = true))))),
       writePatch: (after: Effect.Effect.Success<ReturnType<typeof state.stepFiles.finish>>) =>
         after?.patch
-          ? writePart(deps, state, message, { ...newPart(), type: "patch", ...after.patch, files: [...after.patch.files] })
+          ? writePart(deps, state, message, { ...newPart(state, message), type: "patch", ...after.patch, files: [...after.patch.files] })
           : Effect.void
     }
-    yield* Effect.addFinalizer((exit) => {
-      if (files.recorded || Exit.isSuccess(exit)) return Effect.void
-      if (Option.isSome(Cause.failureOption(exit.cause))) return Effect.sync(() => state.stepFiles.failed(before))
-      return files.record.pipe(
-        Effect.tap((after) => after ? writePart(deps, state, message, { ...newPart(), type: "snapshot", snapshot: after.snapshot }) : Effect.void),
-        Effect.flatMap(files.writePatch),
-        Effect.catchAllCause(warnBackgroundFailure("recording the aborted step's files failed"))
-      )
-    })
     return files
   })
 
-/** The model's tool calls run in a FiberSet (interrupted with the step), `tool_concurrency` at a time, in order. */
+type StepFiles = Effect.Effect.Success<ReturnType<typeof stepFiles>>
+
+const newPart = (state: RunState, message: LiveMessage) =>
+  ({ id: Identifier.ascending("part") as PartID, sessionID: state.sessionID, messageID: message.info.id })
+
+/**
+ * A step that did not end normally (aborted, a tool died): its running tool calls are interrupted, the
+ * rest of its work is told to stop, and what changed so far is recorded still, so it can be undone.
+ */
+const endEarly = (
+  deps: LoopDeps,
+  state: RunState,
+  step: { readonly message: LiveMessage; readonly abort: AbortController; readonly files: StepFiles | undefined },
+  cause: Cause.Cause<unknown>
+) =>
+  Effect.gen(function*() {
+    yield* FiberSet.clear(state.toolFibers)
+    step.abort.abort()
+    const files = step.files
+    if (!files || files.recorded) return
+    // A failed attempt (the provider's error) is retried or recorded as an error: nothing of it is kept.
+    if (Option.isSome(Cause.failureOption(cause))) return state.stepFiles.failed(files.before)
+    yield* files.record.pipe(
+      Effect.tap((after) => after ? writePart(deps, state, step.message, { ...newPart(state, step.message), type: "snapshot", snapshot: after.snapshot }) : Effect.void),
+      Effect.flatMap(files.writePatch),
+      Effect.catchAllCause(warnBackgroundFailure("recording the aborted step's files failed"))
+    )
+  })
+
+/** The model's tool calls run in the run's FiberSet, `tool_concurrency` at a time, in order. */
 const toolRunner = (calls: StepCalls) =>
   Effect.gen(function*() {
-    const fibers = yield* FiberSet.make<void, never>()
+    const fibers = calls.state.toolFibers
     const slots = yield* ToolSlots.make(calls.deps.settings.toolConcurrency)
     const start = (call: { readonly part: Extract<LiveMessage["parts"][number], { type: "tool" }>; readonly input: unknown }) =>
       Effect.gen(function*() {
@@ -116,7 +130,7 @@ const toolRunner = (calls: StepCalls) =>
         )))
         return true
       })
-    /** Every call the model made finishes (or fails) before the step ends; one that died fails the step. */
+    /** Every call the model made finishes (or fails) before the step ends; one that died fails the step (and the run). */
     const awaitAll = Effect.gen(function*() {
       yield* FiberSet.awaitEmpty(fibers)
       const died = yield* Deferred.poll(fibers.deferred)
@@ -136,13 +150,12 @@ const closeStep = (
   after: Effect.Effect.Success<ReturnType<RunState["stepFiles"]["finish"]>>
 ) =>
   Effect.gen(function*() {
-    const newPart = () => ({ id: Identifier.ascending("part") as PartID, sessionID: state.sessionID, messageID: message.info.id })
     if (finish) {
       const { cost, finishReason, usage } = finish
       state.usage.cost += cost
       state.usage.tokens += totalTokens(usage)
       yield* writePart(deps, state, message, {
-        ...newPart(),
+        ...newPart(state, message),
         type: "step-finish",
         reason: finishReason,
         ...(after ? { snapshot: after.snapshot } : {}),
@@ -151,22 +164,40 @@ const closeStep = (
       })
       yield* deps.store.addUsage(state.sessionID, { cost, tokens: usage })
     } else if (after) {
-      yield* writePart(deps, state, message, { ...newPart(), type: "snapshot", snapshot: after.snapshot })
+      yield* writePart(deps, state, message, { ...newPart(state, message), type: "snapshot", snapshot: after.snapshot })
     }
   })
 
-/** One attempt at the step: its resources (files, tool fibers, abort signal) live in the attempt's scope. */
+/**
+ * One attempt at the step. Its clean-up (interrupt its tool calls, signal the abort, record its files) is one
+ * `onExit`, and its tool calls run in the run's FiberSet: not a Scope and a FiberSet per attempt.
+ * Measured: a Scope per attempt with its finalizers and FiberSet costs ~50 µs CPU and ~0.2 ms wall per step (docs/performance.md, "Step clean-up").
+ */
 const attempt = (deps: LoopDeps, state: RunState, input: Attempt): Effect.Effect<Ending | undefined, ProviderError> =>
-  Effect.scoped(Effect.gen(function*() {
+  Effect.suspend(() => {
+    const step: { readonly message: LiveMessage; readonly abort: AbortController; files: StepFiles | undefined } = {
+      message: input.message,
+      // Tools still running when the step ends early are told to stop.
+      abort: new AbortController(),
+      files: undefined
+    }
+    return attemptBody(deps, state, input, step).pipe(
+      Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : endEarly(deps, state, step, exit.cause))
+    )
+  })
+
+const attemptBody = (
+  deps: LoopDeps,
+  state: RunState,
+  input: Attempt,
+  step: { readonly abort: AbortController; files: StepFiles | undefined }
+): Effect.Effect<Ending | undefined, ProviderError> =>
+  Effect.gen(function*() {
     const { agent, message, model } = input
     const info = message.info as AssistantMessage
-    // Acquired first, released last: the files are recorded once the tools have stopped.
     const files = yield* stepFiles(deps, state, message, input.tools)
-    const abort = yield* Effect.acquireRelease(
-      Effect.sync(() => new AbortController()),
-      // Tools still running when the step ends early are told to stop.
-      (controller, exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => controller.abort())
-    )
+    step.files = files
+    const abort = step.abort
     // A retried attempt keeps the step-start of the first one.
     if (!message.parts.some((part) => part.type === "step-start")) {
       yield* writePart(deps, state, message, {
@@ -216,7 +247,7 @@ const attempt = (deps: LoopDeps, state: RunState, input: Attempt): Effect.Effect
     const finish = (message.info as AssistantMessage).finish ?? (processor.state.toolParts.size > 0 ? "tool-calls" : "other")
     yield* finishMessage(deps, message, { finish })
     return calls.outcome.blocked ? { reason: "rejected" as const } : undefined
-  }))
+  })
 
 /** Asks again while the provider's error is retryable (at most `retry.attempts` times), then records it. */
 const withRetries = (deps: LoopDeps, state: RunState, message: LiveMessage, once: Effect.Effect<Ending | undefined, ProviderError>) =>
