@@ -149,11 +149,23 @@ const optionsKeyOf = (config: Config, providerID: string): string => {
   return providerID.split(".")[0]!.trim()
 }
 
+/** Why `disabled_providers` or `enabled_providers` keep `providerID` from being used, if they do. */
+export const switchedOff = (config: Config, providerID: string): string | undefined => {
+  if (config.disabled_providers?.includes(providerID)) return `provider "${providerID}" is turned off by disabled_providers`
+  const enabled = config.enabled_providers
+  if (enabled && !enabled.includes(providerID)) {
+    return `provider "${providerID}" is not in enabled_providers (${enabled.length > 0 ? enabled.join(", ") : "empty"})`
+  }
+  return undefined
+}
+
 /** How a provider would be built, or why it cannot be. */
 const accessOf = (config: Config, env: Env, providerID: string):
   | { readonly npm: BundledPackage; readonly apiKey?: { readonly key: string; readonly from: string } }
   | { readonly problem: string } =>
 {
+  const off = switchedOff(config, providerID)
+  if (off) return { problem: off }
   const configured = config.provider?.[providerID]
   const builtIn = BUILT_IN[providerID]
   if (!configured && !builtIn) return { problem: `no provider "${providerID}" is configured` }
@@ -284,9 +296,14 @@ export const layer: Layer.Layer<ProviderRegistry, never, ConfigService | Instanc
         return ref
       }
       for (const [providerID, builtIn] of Object.entries(BUILT_IN)) {
-        if (apiKeyOf(config, env, providerID)) return { providerID, modelID: builtIn.defaultModel }
+        if (!switchedOff(config, providerID) && apiKeyOf(config, env, providerID)) return { providerID, modelID: builtIn.defaultModel }
       }
-      return yield* new ModelNotConfigured({ detail: "No model is configured and no ANTHROPIC_API_KEY or OPENAI_API_KEY is set." })
+      const off = Object.keys(BUILT_IN).filter((providerID) => switchedOff(config, providerID) && apiKeyOf(config, env, providerID))
+      return yield* new ModelNotConfigured({
+        detail: off.length > 0
+          ? `No model is configured, and the providers with a key are turned off by disabled_providers/enabled_providers (${off.join(", ")}).`
+          : "No model is configured and no ANTHROPIC_API_KEY or OPENAI_API_KEY is set."
+      })
     })
 
     return {
