@@ -29,7 +29,8 @@ export const parentDenies = (
 /**
  * The child session's rules: the parent's denies (its agent's and its session's, and the parent
  * session's external-directory answers); todo and task are off unless the subagent's own config
- * mentions them; no task at all past the nesting limit. `permissions`: every known permission.
+ * mentions them; no task at all past the nesting limit; no tool of `experimental.primary_tools` (tools for
+ * primary agents only). `permissions`: every known permission.
  */
 export const childRules = (input: {
   readonly parent: Agent
@@ -38,6 +39,8 @@ export const childRules = (input: {
   readonly childDepth: number
   readonly subagentDepth: number
   readonly permissions: ReadonlyArray<string>
+  /** `experimental.primary_tools`: permissions only primary agents have. */
+  readonly primaryTools?: ReadonlyArray<string>
 }): PermissionRuleset => {
   const { subagent, permissions } = input
   const own = (permission: string) =>
@@ -52,6 +55,12 @@ export const childRules = (input: {
     ...(own("todowrite") ? [] : [{ permission: "todowrite", pattern: "*", action: "deny" as const, source: note("subagent default") }]),
     ...(own("task") && input.childDepth < input.subagentDepth
       ? []
-      : [{ permission: "task", pattern: "*", action: "deny" as const, source: note(`subagent depth limit ${input.subagentDepth}`) }])
+      : [{ permission: "task", pattern: "*", action: "deny" as const, source: note(`subagent depth limit ${input.subagentDepth}`) }]),
+    ...(input.primaryTools ?? []).map((permission) => ({
+      permission,
+      pattern: "*",
+      action: "deny" as const,
+      source: note("experimental.primary_tools")
+    }))
   ]
 }

@@ -47,7 +47,15 @@ const childRulesFor = (deps: LoopDeps, parent: Agent, parentSession: PermissionR
   Effect.gen(function*() {
     const tools = [...(yield* deps.registry.all()), ...(yield* deps.mcp.tools())]
     const permissions = [...new Set([...tools.map((tool) => Permission.permissionOfTool(tool.id)), "task", "external_directory"])]
-    return childRules({ parent, parentSession, subagent, childDepth, subagentDepth: deps.settings.subagentDepth, permissions })
+    return childRules({
+      parent,
+      parentSession,
+      subagent,
+      childDepth,
+      subagentDepth: deps.settings.subagentDepth,
+      permissions,
+      primaryTools: deps.settings.primaryTools.map(Permission.permissionOfTool)
+    })
   })
 
 type CallContext = Pick<Tool.ToolContext, "sessionID" | "messageID" | "agent" | "metadata">

@@ -143,6 +143,43 @@ describe("subagents", () => {
     })
   })
 
+  it.scopedLive("experimental.primary_tools: the primary agent is offered them, its subagents are not and cannot call them", () => {
+    const router = (options: LanguageModelV3CallOptions): Script.ScriptTurnSpec => {
+      const call = describeCall(options)
+      if (call.isExplore && call.results.length === 0) return [toolCall("grep", { pattern: "answer" })]
+      if (call.isExplore) return `child saw: ${call.results.join(" ")}`
+      if (call.results.length === 0) return [toolCall("task", { description: "Look around", prompt: "find the answer", subagent_type: "explore" })]
+      return "parent done"
+    }
+    const model = ScriptedModel.make(Array.from({ length: 4 }, () => router))
+    return Effect.gen(function*() {
+      const runtime = yield* TestRuntime.make({
+        model,
+        files: {
+          "project/src/app.ts": "export const answer = 42\n",
+          "project/agent.json": { experimental: { primary_tools: ["grep"] } }
+        }
+      })
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        const session = yield* store.create({ title: "Primary tools" })
+        const outcome = yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "find it" }] })
+        expect(outcome.reason).toBe("completed")
+        expect(model.calls[0]!.tools!.map((tool) => tool.name)).toContain("grep")
+        const offered = model.calls.find((call) => describeCall(call).isExplore)!.tools!.map((tool) => tool.name)
+        expect(offered).toContain("read")
+        expect(offered).not.toContain("grep")
+        // A call the model makes anyway goes to the invalid tool (which tells it so); nothing is searched.
+        const [child] = yield* store.children(session.id)
+        const childCalls = (yield* store.messages(child!.id)).flatMap((message) => message.parts.flatMap((part) => (part.type === "tool" ? [part] : [])))
+        expect(childCalls[0]!.tool).toBe("invalid")
+        expect(childCalls[0]!.state.input).toMatchObject({ tool: "grep" })
+        expect(JSON.stringify(yield* store.messages(child!.id))).not.toContain("answer = 42")
+        expect(child!.permission?.some((rule) => rule.permission === "grep" && rule.action === "deny" && rule.source?.note === "experimental.primary_tools")).toBe(true)
+      }).pipe(Effect.provide(runtime.layer))
+    })
+  })
+
   it.scopedLive("a parent that denies everything but reading lets its subagent read, and nothing the parent may not do", () => {
     const router = (options: LanguageModelV3CallOptions): Script.ScriptTurnSpec => {
       const call = describeCall(options)

@@ -64,7 +64,12 @@ describe("childRules", () => {
       ...base,
       parentSession: [rule("read", "deny", "session"), rule("external_directory", "allow", "session")],
       subagent: agent("explore", [])
-    }, ["bash:deny", "read:deny", "external_directory:allow", "todowrite:deny", "task:deny"]]
+    }, ["bash:deny", "read:deny", "external_directory:allow", "todowrite:deny", "task:deny"]],
+    ["experimental.primary_tools: each is denied to the subagent, whatever its own rules", {
+      ...base,
+      primaryTools: ["webfetch", "edit"],
+      subagent: agent("explore", [rule("webfetch", "allow")])
+    }, ["bash:deny", "todowrite:deny", "task:deny", "webfetch:deny", "edit:deny"]]
   ]
   for (const [name, input, expected] of cases) {
     it(name, () => expect(summary(childRules(input))).toEqual(expected))
