@@ -9,6 +9,7 @@ import * as Prompts from "../runtime/Prompts.js"
 import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import * as Permission from "../permission/Permission.js"
 import { isWithin as within } from "../tool/ExternalDirectory.js"
+import { pullSkills } from "./SkillDownload.js"
 
 /** A skill: a `SKILL.md` whose front matter names and describes it. */
 export interface Skill {
@@ -45,7 +46,8 @@ export interface SkillRegistryShape {
  *    the deepest `.agent/` and `.opencode/` dirs, the global config dir last), each
  *    `skill/**\/SKILL.md` then `skills/**\/SKILL.md`;
  * 3. `skills.paths` entries from the config, in order, each searched for `**\/SKILL.md`
- *    (`~/` expanded, a relative path taken from the directory of the config file that set it);
+ *    (`~/` expanded, a relative path taken from the directory of the config file that set it),
+ *    then the skills of each `skills.urls` entry (SkillDownload.ts: copied into the data dir);
  * 4. `~/.agents/skills/<skill>/SKILL.md`, then `~/.claude/skills/<skill>/SKILL.md`.
  *
  * So the project beats the user's own setup, and a more specific directory beats a broader one.
@@ -62,9 +64,11 @@ export class SkillRegistry extends Context.Tag("@agent/core/SkillRegistry")<Skil
         const file = info.origin(["skills", "paths", String(index)])?.file
         return { entry, base: file !== undefined && path.isAbsolute(file) ? path.dirname(file) : instance.worktree }
       })
-      const roots = skillRoots(instance, info.directories, configPaths)
+      const urls = info.config.skills?.urls ?? []
+      const cacheRoot = path.join(instance.paths.data, "remote-skills")
       const fiber = yield* Effect.forkScoped(
-        discover(roots).pipe(
+        Effect.forEach(urls, (url) => pullSkills(url, cacheRoot), { concurrency: 4 }).pipe(
+          Effect.flatMap((pulled) => discover(skillRoots(instance, info.directories, configPaths, pulled))),
           Effect.catchAllCause((cause) =>
             Effect.logError("skill discovery failed", cause).pipe(Effect.as<Discovered>({ skills: [], directories: [] }))
           )
@@ -187,7 +191,9 @@ interface SkillRoot {
 export const skillRoots = (
   instance: InstanceInfo,
   configDirectories: ReadonlyArray<string>,
-  configPaths: ReadonlyArray<{ readonly entry: string; readonly base: string }>
+  configPaths: ReadonlyArray<{ readonly entry: string; readonly base: string }>,
+  /** The cache folders of `skills.urls`. */
+  pulled: ReadonlyArray<string> = []
 ): ReadonlyArray<SkillRoot> => {
   const roots: Array<SkillRoot> = []
   const upward: Array<string> = []
@@ -211,6 +217,7 @@ export const skillRoots = (
     const expanded = entry === "~" ? instance.home : entry.startsWith("~/") ? path.join(instance.home, entry.slice(2)) : entry
     roots.push({ dir: path.resolve(base, expanded), depth: "recursive" })
   }
+  for (const dir of pulled) roots.push({ dir, depth: "children" })
   roots.push({ dir: path.join(instance.home, ".agents", "skills"), depth: "children" })
   roots.push({ dir: path.join(instance.home, ".claude", "skills"), depth: "children" })
   return roots
