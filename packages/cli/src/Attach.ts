@@ -267,7 +267,8 @@ const turn = (attachment: Attachment) => (request: TurnRequest) =>
     const options = {
       messageID,
       ...(request.agent !== undefined ? { agent: request.agent } : {}),
-      ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {})
+      ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {}),
+      ...(request.variant !== undefined ? { variant: request.variant } : {})
     }
     if (request.command) {
       // The command route answers when the run is over, which may be long after an HTTP client

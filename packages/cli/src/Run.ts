@@ -81,7 +81,8 @@ const localTarget = Effect.gen(function*() {
         ...(model ? { model } : {}),
         autoApprove: request.autoApprove,
         ...(request.questions ? {} : { tools: { question: false } }),
-        ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {})
+        ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {}),
+        ...(request.variant !== undefined ? { variant: request.variant } : {})
       }
       const outcome = yield* (request.command
         ? commands.execute({ ...common, command: request.command.name, arguments: request.command.arguments, parts: request.parts }).pipe(

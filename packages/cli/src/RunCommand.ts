@@ -29,6 +29,10 @@ export const runConfig = {
   autoApprove: Options.boolean("auto-approve").pipe(
     Options.withDescription("answer permission asks with \"once\"; deny rules still apply")
   ),
+  variant: Options.text("variant").pipe(
+    Options.withDescription("one of the model's variants (provider.<id>.models.<model>.variants), e.g. a reasoning effort"),
+    Options.optional
+  ),
   maxSteps: Options.integer("max-steps").pipe(Options.withDescription("stop after this many model steps"), Options.optional),
   command: Options.text("command").pipe(
     Options.withDescription("run a custom command (config, .agent/command/*.md, MCP prompts, init); the message is its arguments"),

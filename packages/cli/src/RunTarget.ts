@@ -44,6 +44,7 @@ export interface TurnRequest {
   /** Whether the model may ask the user questions: only when someone is at a terminal. */
   readonly questions: boolean
   readonly maxSteps?: number
+  readonly variant?: string
 }
 
 export interface TurnOutcome {
@@ -268,7 +269,8 @@ const runTurn = <E>(run: Run<E>, parts: ReadonlyArray<PromptPart>, command?: { r
       ...(Option.isSome(input.model) ? { model: input.model.value } : {}),
       autoApprove: input.autoApprove,
       questions: run.terminal,
-      ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {})
+      ...(Option.isSome(input.maxSteps) ? { maxSteps: input.maxSteps.value } : {}),
+      ...(Option.isSome(input.variant) ? { variant: input.variant.value } : {})
     }).pipe(
       Effect.ensuring(Effect.sync(() => view?.stop())),
       // Ctrl-C: stop the run cleanly (tools killed, parts marked), report, exit 130.

@@ -71,8 +71,8 @@ describe("agents as OpenCode resolves them", () => {
 
   it.scopedLive("the agent's options and unknown keys reach the provider's HTTP request, over the model's options and under its variant", () =>
     Effect.gen(function*() {
-      const server = yield* MockOpenAIServer.start(["One.", "Two.", "Three."])
-      const titles = yield* MockOpenAIServer.start(Array.from({ length: 6 }, () => "A title"))
+      const server = yield* MockOpenAIServer.start(["One.", "Two.", "Three.", "Four."])
+      const titles = yield* MockOpenAIServer.start(Array.from({ length: 8 }, () => "A title"))
       const box = yield* TestInstance.sandbox({
         files: {
           "project/agent.json": {
@@ -105,7 +105,15 @@ describe("agents as OpenCode resolves them", () => {
         const result = yield* agent(box, args)
         expect(result.code, result.stderr).toBe(0)
       }
-      const [build, thinker, quiet] = server.requests
+      // --variant picks one for this run; a variant the model does not have is a usage error that lists its variants.
+      const chosen = yield* agent(box, ["run", "--variant", "deep", "hi"])
+      expect(chosen.code, chosen.stderr).toBe(0)
+      const unknown = yield* agent(box, ["run", "--variant", "max", "hi"])
+      expect(unknown.code).toBe(2)
+      expect(unknown.stderr).toMatch(/"mock\/model-a" is not usable: it has no variant "max" \(its variants: deep\)/)
+      expect(server.requests).toHaveLength(4)
+      const [build, thinker, quiet, deep] = server.requests
+      expect(deep).toMatchObject({ reasoning_effort: "high", chat_template_kwargs: { enable_thinking: true, budget: 4096 }, top_k: 20 })
       expect(build).toMatchObject({ reasoning_effort: "medium", chat_template_kwargs: { enable_thinking: true, budget: 4096 }, top_k: 20 })
       expect(thinker).toMatchObject({ reasoning_effort: "high", chat_template_kwargs: { enable_thinking: true, budget: 4096 } })
       expect(thinker).not.toHaveProperty("disabled")

@@ -143,6 +143,8 @@ export const PromptBody = Schema.Struct({
   tools: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Boolean })),
   /** A lower step limit for this run than the agent's own (this runtime's addition). */
   maxSteps: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** One of the model's `variants` (e.g. a reasoning effort) for this message. */
+  variant: Schema.optional(Schema.String),
   parts: Schema.Array(PartInput)
 })
 export type PromptBody = typeof PromptBody.Type

@@ -36,7 +36,9 @@ export const CommandInput = Schema.Struct({
   model: Schema.optional(Schema.String),
   messageID: Schema.optional(MessageID),
   /** A lower step limit for this run than the agent's own (this runtime's addition). */
-  maxSteps: Schema.optional(Schema.Int.pipe(Schema.positive()))
+  maxSteps: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** One of the model's `variants` for this message. */
+  variant: Schema.optional(Schema.String)
 })
 export type CommandInput = typeof CommandInput.Type
 

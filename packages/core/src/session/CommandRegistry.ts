@@ -65,6 +65,8 @@ export interface ExecuteCommandInput extends ExpandCommandInput {
   readonly autoApprove?: boolean
   readonly maxSteps?: number
   readonly tools?: Record<string, boolean>
+  /** One of the model's `variants` for this message. */
+  readonly variant?: string
 }
 
 /** How the command's run ended, and the id of the user message it sent. */
@@ -373,6 +375,7 @@ function make() {
         ...(expanded.model ? { model: expanded.model } : {}),
         ...(input.autoApprove !== undefined ? { autoApprove: input.autoApprove } : {}),
         ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {}),
+        ...(input.variant !== undefined ? { variant: input.variant } : {}),
         ...(input.tools ? { tools: input.tools } : {})
       })
       yield* bus.publish({

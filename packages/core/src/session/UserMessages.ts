@@ -7,6 +7,7 @@ import * as Identifier from "../runtime/Identifier.js"
 import * as Prompts from "../runtime/Prompts.js"
 import * as ProviderOptions from "../llm/ProviderOptions.js"
 import type { LiveMessage } from "../llm/MessageConversion.js"
+import { ModelNotConfigured } from "../llm/ProviderRegistry.js"
 import * as Permission from "../permission/Permission.js"
 import type { LoopDeps } from "./LoopDeps.js"
 import type { PromptInput, PromptPartInput } from "./LoopTypes.js"
@@ -130,6 +131,13 @@ export const createUserMessage = (deps: LoopDeps) =>
       (session.model ? { providerID: session.model.providerID, modelID: session.model.id } : undefined) ??
       (yield* providers.defaultModel())
     const resolved = yield* providers.resolve(modelRef)
+    if (input.variant !== undefined && !ProviderOptions.hasVariant(resolved.variants, input.variant)) {
+      const known = Object.entries(resolved.variants ?? {}).filter(([, settings]) => settings.disabled !== true).map(([name]) => name)
+      return yield* new ModelNotConfigured({
+        model: `${modelRef.providerID}/${modelRef.modelID}`,
+        detail: `it has no variant "${input.variant}" (${known.length > 0 ? `its variants: ${known.join(", ")}` : "it has no variants; add them under provider.<id>.models.<model>.variants"})`
+      })
+    }
     const variant = input.variant ??
       (agent.variant !== undefined && ProviderOptions.hasVariant(resolved.variants, agent.variant) ? agent.variant : undefined)
     const info: UserMessage = {

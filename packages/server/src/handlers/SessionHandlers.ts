@@ -109,7 +109,8 @@ const prompt = (context: SessionContext, id: SessionID, body: PromptBody) =>
       ...(body.system !== undefined ? { system: body.system } : {}),
       ...(body.noReply !== undefined ? { noReply: body.noReply } : {}),
       ...(body.tools !== undefined ? { tools: body.tools } : {}),
-      ...(body.maxSteps !== undefined ? { maxSteps: body.maxSteps } : {})
+      ...(body.maxSteps !== undefined ? { maxSteps: body.maxSteps } : {}),
+      ...(body.variant !== undefined ? { variant: body.variant } : {})
     })).pipe(
       Effect.catchTags({
         SessionNotFound: (error) => Effect.fail(notFound(error)),
@@ -146,7 +147,8 @@ const command = (context: SessionContext, id: SessionID, payload: typeof Command
       messageID,
       ...(payload.agent !== undefined ? { agent: payload.agent } : {}),
       ...(payload.model !== undefined ? { model: payload.model } : {}),
-      ...(payload.maxSteps !== undefined ? { maxSteps: payload.maxSteps } : {})
+      ...(payload.maxSteps !== undefined ? { maxSteps: payload.maxSteps } : {}),
+      ...(payload.variant !== undefined ? { variant: payload.variant } : {})
     })).pipe(
       Effect.catchTags({
         CommandNotFound: (error) => Effect.fail(notFound(error)),
