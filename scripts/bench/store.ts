@@ -150,7 +150,7 @@ const program = Effect.gen(function*() {
   const last = median(appendTimes.slice(-100))
   const walls = uncached.map((run) => run.wall)
   const bytesPerCall = (sizeAfter - sizeBefore) / 10_000
-  console.log(`backend: ${databaseUrl ? `PostgreSQL (${Database.Postgres.label(databaseUrl)})` : "SQLite"}`)
+  console.log(`backend: ${databaseUrl ? `PostgreSQL (${Database.PostgresUrl.label(databaseUrl)})` : "SQLite"}`)
   console.log(`load average ${os.loadavg().map((n) => n.toFixed(1)).join(" ")} on ${os.availableParallelism()} cores`)
   console.log(`append one part (median of 10 000): ${median(appendTimes).toFixed(1)} µs   [target ≤ 200 µs]`)
   console.log(`  first 100 appends: ${first.toFixed(1)} µs median, last 100: ${last.toFixed(1)} µs median (ratio ${(last / first).toFixed(2)})`)

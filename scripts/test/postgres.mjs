@@ -54,7 +54,10 @@ const run = (user, command, args) => {
   return result.stdout
 }
 
-/** Starts a server; returns its URL (database `postgres`, user `agent`, no password) and its directory. */
+/** The test server's password: nothing to hide, it listens on loopback for the length of a test run. */
+const PASSWORD = "agent-test"
+
+/** Starts a server; returns its URL (database `postgres`, user `agent`) and its directory. */
 export const start = async () => {
   const bin = findBinDir()
   if (!bin) throw new Error("PostgreSQL is not installed (no initdb/pg_ctl on PATH or in /usr/lib/postgresql/*/bin); apt-get install postgresql")
@@ -62,7 +65,13 @@ export const start = async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-pg-"))
   if (user) execFileSync("chown", [user, dir])
   const data = path.join(dir, "data")
-  run(user, path.join(bin, "initdb"), ["-D", data, "-U", "agent", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+  // TCP connections need the password (so a test can see a wrong one refused); the socket is trusted.
+  const pwfile = path.join(dir, "password")
+  fs.writeFileSync(pwfile, `${PASSWORD}\n`)
+  if (user) execFileSync("chown", [user, pwfile])
+  run(user, path.join(bin, "initdb"), [
+    "-D", data, "-U", "agent", "--pwfile", pwfile, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"
+  ])
   const port = await freePort()
   // Durability is worth nothing in a throwaway server; the tests' many small commits are faster without it.
   const options = [
@@ -70,7 +79,7 @@ export const start = async () => {
     "-c full_page_writes=off", "-c max_connections=300"
   ].join(" ")
   run(user, path.join(bin, "pg_ctl"), ["-D", data, "-o", options, "-l", path.join(dir, "server.log"), "-w", "-t", "60", "start"])
-  return { url: `postgres://agent@127.0.0.1:${port}/postgres`, dir }
+  return { url: `postgres://agent:${PASSWORD}@127.0.0.1:${port}/postgres`, dir }
 }
 
 /** Stops the server started in `dir` (at once: nothing in it is kept) and removes the directory. */

@@ -8,11 +8,11 @@ import * as path from "node:path"
 import { ConfigService } from "../config/ConfigService.js"
 import { Instance } from "../runtime/Instance.js"
 import * as Migrations from "./Migrations.js"
-import * as Postgres from "./Postgres.js"
+import * as PostgresUrl from "./PostgresUrl.js"
 import { StorageError } from "./StorageError.js"
 import * as WalCheckpoint from "./WalCheckpoint.js"
 
-export { Postgres, StorageError }
+export { PostgresUrl, StorageError }
 
 const migrations = SqliteMigrator.fromRecord(Migrations.sqlite)
 const latestKnown = Migrations.latestKnown
@@ -77,7 +77,7 @@ const isCorrupt = (error: unknown): boolean => {
  * timeout), then turns what is left into a defect that names the database file.
  */
 export const withBusyRetry = (file: string) =>
-  Postgres.isUrl(file) ? withRetryPostgres(file) : <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
+  PostgresUrl.isUrl(file) ? withRetryPostgres(file) : <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
     effect.pipe(
       // The retry schedule is built only when the lock was actually busy.
       Effect.catchIf(isBusy, () =>
@@ -103,10 +103,10 @@ const withRetryPostgres = (file: string) =>
   <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
     effect.pipe(
       Effect.retry({
-        while: Postgres.isRetryable,
+        while: PostgresUrl.isRetryable,
         schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
       }),
-      Effect.orDieWith((error) => new StorageError(file, `${error.message.trim()}: ${Postgres.describe(file, error)}`, error))
+      Effect.orDieWith((error) => new StorageError(file, `${error.message.trim()}: ${PostgresUrl.describe(file, error)}`, error))
     )
 
 const pragmas = Effect.gen(function*() {
@@ -285,7 +285,7 @@ export const layerFileReadOnly = (filename: string): Layer.Layer<SqlClient.SqlCl
 /** Whether the connection only reads (opened by `layerFileReadOnly` or `layerTargetReadOnly`). */
 export const isReadOnly: Effect.Effect<boolean, never, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.onDialectOrElse({
-    pg: () => Postgres.isReadOnly(sql),
+    pg: () => PostgresUrl.isReadOnly(sql),
     orElse: () => sql<{ query_only: number }>`PRAGMA query_only`.pipe(Effect.map(([row]) => row?.query_only === 1))
   })).pipe(Effect.orDie)
 
@@ -295,7 +295,7 @@ export const isReadOnly: Effect.Effect<boolean, never, SqlClient.SqlClient> = Ef
  */
 export const openedFile: Effect.Effect<string, never, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.onDialectOrElse({
-    pg: () => Postgres.openedLabel(sql),
+    pg: () => PostgresUrl.openedLabel(sql),
     orElse: () =>
       sql<{ name: string; file: string }>`PRAGMA database_list`.pipe(
         Effect.map((rows) => rows.find((row) => row.name === "main")?.file || ":memory:")
@@ -330,13 +330,17 @@ export const storageName: Effect.Effect<string, never, SqlClient.SqlClient | Ins
   })
 })
 
-/** Opens a PostgreSQL URL or a SQLite file. */
+/** The PostgreSQL layers, loaded with their driver only when a URL is opened. */
+const postgres = <A>(open: (module: typeof import("./Postgres.js")) => Layer.Layer<A>): Layer.Layer<A> =>
+  Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Postgres.js")), open))
+
+/** Opens a PostgreSQL URL (`Postgres.layerUrl`) or a SQLite file (`layerFile`). */
 export const layerTarget = (name: string, options: OpenOptions = {}): Layer.Layer<SqlClient.SqlClient> =>
-  Postgres.isUrl(name) ? Postgres.layerUrl(name) : layerFile(name, options)
+  PostgresUrl.isUrl(name) ? postgres((pg) => pg.layerUrl(name)) : layerFile(name, options)
 
 /** `layerTarget` only to read: `Postgres.layerUrlReadOnly` or `layerFileReadOnly`. */
 export const layerTargetReadOnly = (name: string): Layer.Layer<SqlClient.SqlClient> =>
-  Postgres.isUrl(name) ? Postgres.layerUrlReadOnly(name) : layerFileReadOnly(name)
+  PostgresUrl.isUrl(name) ? postgres((pg) => pg.layerUrlReadOnly(name)) : layerFileReadOnly(name)
 
 const targetOfInstance = Effect.gen(function*() {
   const instance = yield* Instance
