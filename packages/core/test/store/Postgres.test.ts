@@ -24,7 +24,7 @@ const storeLayer = (box: TestInstance.Sandbox, database: Layer.Layer<SqlClient.S
   )
 
 /** The defect a layer dies with when it is built. */
-const buildFailure = (layer: Layer.Layer<unknown>) =>
+const buildFailure = <A>(layer: Layer.Layer<A>) =>
   Effect.gen(function*() {
     const exit = yield* Effect.exit(Effect.scoped(Layer.build(layer)))
     expect(Exit.isFailure(exit)).toBe(true)
