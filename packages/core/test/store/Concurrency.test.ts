@@ -90,7 +90,9 @@ describe.each(TestDatabase.backends())("several processes on one database (%s)",
       const committed = new Set<string>()
       const completed = new Set<string>()
       const runningAtKill = new Set<string>()
-      for (let round = 0; round < 20; round++) {
+      // Fewer rounds on PostgreSQL: the recovery is the same code, and each round starts a process.
+      const rounds = backend === "sqlite" ? 20 : 10
+      for (let round = 0; round < rounds; round++) {
         const child = start(file, "crash")
         yield* Effect.promise(() => waitFor(child, (lines) => lines.some((line) => line.startsWith("running"))))
         yield* Effect.sleep(`${Math.floor(Math.random() * 150)} millis`)
@@ -128,7 +130,7 @@ describe.each(TestDatabase.backends())("several processes on one database (%s)",
           expect(row.status).toBe("error")
           expect(JSON.parse(row.data).state.metadata.interrupted).toBe(true)
         }
-        expect(committed.size).toBeGreaterThan(40)
+        expect(committed.size).toBeGreaterThan(2 * rounds)
       }).pipe(Effect.provide(openStore(box, file)))
     }), 300_000)
 
