@@ -9,6 +9,9 @@ const alias = {
   "@agent/testing": src("testing")
 }
 
+// The tests' PostgreSQL (the Postgres store tests): started once for the run, shared by the projects.
+const postgresSetup = fileURLToPath(new URL("./scripts/test/postgres-setup.ts", import.meta.url))
+
 export default defineWorkspace(
   ["domain", "core", "testing", "cli", "server"].map((name) => ({
     resolve: { alias },
@@ -16,6 +19,7 @@ export default defineWorkspace(
       name,
       root: `./packages/${name}`,
       include: ["test/**/*.test.ts"],
+      globalSetup: [postgresSetup],
       // Test files share a worker's module graph: evaluating @agent/core's sources once per
       // worker instead of once per file saves minutes of "collect" time. Tests build their
       // runtimes from layers, so nothing leaks between files through module state.

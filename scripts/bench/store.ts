@@ -14,12 +14,21 @@ import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Bus, Database, Identifier, Instance, SessionStore } from "@agent/core"
+import { Bus, ConfigService, Database, Identifier, Instance, SessionStore } from "@agent/core"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-"))
 const file = path.join(dir, "agent.db")
-const instance = Instance.layerWith({ directory: dir, env: { HOME: dir, XDG_DATA_HOME: dir, AGENT_DB: file } })
-const layer = SessionStore.layer.pipe(Layer.provideMerge(Layer.mergeAll(Database.layer, Bus.layer)), Layer.provideMerge(instance))
+// AGENT_DATABASE_URL=postgres://... measures the same against PostgreSQL (into an empty database or schema).
+const databaseUrl = process.env.AGENT_DATABASE_URL
+const instance = Instance.layerWith({
+  directory: dir,
+  env: { HOME: dir, XDG_DATA_HOME: dir, AGENT_DB: file, ...(databaseUrl ? { AGENT_DATABASE_URL: databaseUrl } : {}) }
+})
+const layer = SessionStore.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(Database.layer, Bus.layer)),
+  Layer.provideMerge(ConfigService.layer),
+  Layer.provideMerge(instance)
+)
 
 const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const micros = (ns: bigint) => Number(ns) / 1000
@@ -72,7 +81,11 @@ const program = Effect.gen(function*() {
   yield* store.upsertMessage(warmMessage as never)
   for (let index = 0; index < 500; index++) yield* store.upsertPart(toolCall(warm.id, warmMessage.id, index) as never)
   // bytes per tool call: what the file grows by over the 10 000 appends, after checkpoints
-  const fileSize = Effect.zipRight(sql`PRAGMA wal_checkpoint(TRUNCATE)`, Effect.sync(() => fs.statSync(file).size))
+  // (PostgreSQL: the part table with its indexes and TOAST)
+  const fileSize = sql.onDialectOrElse({
+    pg: () => Effect.map(sql<{ size: number }>`SELECT pg_total_relation_size('part') AS size`, ([row]) => row!.size),
+    orElse: () => Effect.zipRight(sql`PRAGMA wal_checkpoint(TRUNCATE)`, Effect.sync(() => fs.statSync(file).size))
+  })
   const sizeBefore = yield* fileSize
   const appendTimes: Array<number> = []
   for (let index = 0; index < 10_000; index++) {
@@ -137,6 +150,7 @@ const program = Effect.gen(function*() {
   const last = median(appendTimes.slice(-100))
   const walls = uncached.map((run) => run.wall)
   const bytesPerCall = (sizeAfter - sizeBefore) / 10_000
+  console.log(`backend: ${databaseUrl ? `PostgreSQL (${Database.PostgresUrl.label(databaseUrl)})` : "SQLite"}`)
   console.log(`load average ${os.loadavg().map((n) => n.toFixed(1)).join(" ")} on ${os.availableParallelism()} cores`)
   console.log(`append one part (median of 10 000): ${median(appendTimes).toFixed(1)} µs   [target ≤ 200 µs]`)
   console.log(`  first 100 appends: ${first.toFixed(1)} µs median, last 100: ${last.toFixed(1)} µs median (ratio ${(last / first).toFixed(2)})`)

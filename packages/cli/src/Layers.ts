@@ -21,12 +21,14 @@ import { Layer } from "effect"
 /** The session store over the database. */
 export const storage = SessionStore.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(Database.layer, Bus.layer)),
+  Layer.provideMerge(ConfigService.layer),
   Layer.provideMerge(Instance.layer)
 )
 
 /** The session store over the database opened only to read it: works on a read-only one. */
 export const reading = SessionStore.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(Database.layerReadOnly, Bus.layer)),
+  Layer.provideMerge(ConfigService.layer),
   Layer.provideMerge(Instance.layer)
 )
 
@@ -34,8 +36,9 @@ export const reading = SessionStore.layer.pipe(
 export const changes = SessionChanges.layer.pipe(
   Layer.provideMerge(SessionStatuses.layer),
   Layer.provideMerge(Snapshot.layer),
-  Layer.provideMerge(Layer.mergeAll(SessionStore.layer, ConfigService.layer)),
+  Layer.provideMerge(SessionStore.layer),
   Layer.provideMerge(Layer.mergeAll(Database.layerReadOnly, Bus.layer)),
+  Layer.provideMerge(ConfigService.layer),
   Layer.provideMerge(Instance.layer)
 )
 
@@ -47,6 +50,7 @@ export const configured = Layer.mergeAll(AgentRegistry.layer, PermissionPolicy.l
 
 /** `configured` plus the project's stored "always" approvals. */
 export const decisions = Layer.mergeAll(AgentRegistry.layer, PermissionPolicy.layer, ApprovalStore.layerSql).pipe(
-  Layer.provideMerge(Layer.mergeAll(ConfigService.layer, Database.layer)),
+  Layer.provideMerge(Database.layer),
+  Layer.provideMerge(ConfigService.layer),
   Layer.provideMerge(Instance.layer)
 )

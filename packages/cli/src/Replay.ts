@@ -84,8 +84,10 @@ const demo = (project: string) =>
       `agent: demo: a scripted model (no API key, no network) runs the real tools on a copy of ${project} ` +
         `(${place.files} files, in ${place.copy}); your project is not changed, and the copy is removed at the end.`
     )
+    // The demo's store is a scratch SQLite file, even where AGENT_DATABASE_URL names a shared database.
+    const { AGENT_DATABASE_URL: _shared, ...inherited } = process.env
     const env = {
-      ...process.env,
+      ...inherited,
       XDG_DATA_HOME: path.join(place.root, "data"),
       AGENT_DB: path.join(place.root, "data", "agent.db"),
       AGENT_CONFIG_CONTENT: process.env.AGENT_CONFIG_CONTENT ?? DEMO_CONFIG

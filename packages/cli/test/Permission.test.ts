@@ -49,7 +49,8 @@ const inProcess = <A, E>(box: TestInstance.Sandbox, use: Effect.Effect<A, E, Age
   use.pipe(
     Effect.provide(
       Layer.mergeAll(AgentRegistry.layer, PermissionPolicy.layer, ApprovalStore.layerSql).pipe(
-        Layer.provideMerge(Layer.mergeAll(ConfigService.layer, Database.layer)),
+        Layer.provideMerge(Database.layer),
+        Layer.provideMerge(ConfigService.layer),
         Layer.provide(Layer.succeed(Instance, box.instance))
       )
     )

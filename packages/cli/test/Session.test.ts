@@ -1,4 +1,4 @@
-import { Bus, Database, Instance, SessionStore } from "@agent/core"
+import { Bus, ConfigService, Database, Instance, SessionStore } from "@agent/core"
 import { emptyTokenUsage, type SessionID } from "@agent/domain"
 import { MockOpenAIServer, ScriptedModel, type TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
@@ -14,6 +14,7 @@ const store = <A, E>(box: TestInstance.Sandbox, use: Effect.Effect<A, E, Session
     Effect.provide(
       SessionStore.layer.pipe(
         Layer.provideMerge(Layer.mergeAll(Database.layer, Bus.layer)),
+        Layer.provideMerge(ConfigService.layer),
         Layer.provide(Layer.succeed(Instance, box.instance))
       )
     )

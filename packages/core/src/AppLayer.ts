@@ -36,8 +36,11 @@ export interface AppLayerOptions<PolicyError = never> {
   readonly instance?: Layer.Layer<Instance>
   /** The enterprise policy (default: the managed config's `permission` key, no audit). */
   readonly policy?: Layer.Layer<PermissionPolicy, PolicyError, ConfigService | Instance>
-  /** The SQLite database (default: `AGENT_DB` or `<data>/agent.db`; `Database.layerMemory` for tests). */
-  readonly database?: Layer.Layer<SqlClient.SqlClient, never, Instance>
+  /**
+   * The database (default: `AGENT_DATABASE_URL`, `AGENT_DB`, config `database.url` or `<data>/agent.db`;
+   * `Database.layerMemory` for tests, `Database.layerTarget(url)` for a given PostgreSQL URL).
+   */
+  readonly database?: Layer.Layer<SqlClient.SqlClient, never, Instance | ConfigService>
   /** Where "always" approvals are kept (default: the database). */
   readonly approvals?: Layer.Layer<ApprovalStore, never, Instance | SqlClient.SqlClient>
   /** The model providers (default: from config and the environment; tests use `FakeLLM`). */
@@ -90,7 +93,9 @@ export const makeAppLayer = <PolicyError = never>(
   const instance = options.instance ?? Instance.layer
   // The tracer is set first, so that it is in place for everything built after it.
   const traced = Layer.provideMerge(options.tracing ?? Tracing.layer, instance)
-  const configured = Layer.mergeAll(ConfigService.layer, options.database ?? Database.layer, Bus.layer).pipe(
+  // The database may be named in the config (`database.url`), so it is built on top of it.
+  const configured = Layer.mergeAll(options.database ?? Database.layer, Bus.layer).pipe(
+    Layer.provideMerge(ConfigService.layer),
     Layer.provideMerge(traced)
   )
   const sandboxed = (options.sandbox ?? Sandbox.layer).pipe(Layer.provideMerge(configured))

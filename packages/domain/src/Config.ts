@@ -308,7 +308,9 @@ export const Config = Schema.Struct({
   snapshot: Schema.optional(Schema.Boolean),
   snapshot_store: Schema.optional(SnapshotStoreConfig),
   /** The OS sandbox of the processes the agent starts (docs/sandbox.md). */
-  sandbox: Schema.optional(SandboxConfig)
+  sandbox: Schema.optional(SandboxConfig),
+  /** Where the store lives (docs/storage.md): `url` a PostgreSQL URL; unset, the SQLite file. `AGENT_DATABASE_URL` wins. */
+  database: Schema.optional(Schema.Struct({ url: Schema.optional(Schema.String) }))
 })
 export type Config = typeof Config.Type
 

@@ -3,6 +3,7 @@ import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Effect, Layer } from "effect"
 import * as FakeLLM from "./FakeLLM.js"
 import { ScriptedModel } from "./ScriptedModel.js"
+import * as TestDatabase from "./TestDatabase.js"
 import * as TestInstance from "./TestInstance.js"
 
 export interface TestRuntimeOptions extends TestInstance.TestInstanceOptions {
@@ -17,6 +18,8 @@ export interface TestRuntimeOptions extends TestInstance.TestInstanceOptions {
   readonly sandbox?: (box: TestInstance.Sandbox) => Layer.Layer<Sandbox, never, Instance | Bus>
   /** Keep the database in a file in the sandbox (default: in memory). */
   readonly fileDatabase?: boolean
+  /** `"postgres"`: the database is a fresh schema on the tests' PostgreSQL server (TestDatabase). */
+  readonly backend?: TestDatabase.Backend
   /**
    * The small model that names sessions (default: one that always answers "Test session",
    * so title generation never eats the scripted model's turns).
@@ -35,6 +38,11 @@ export const titleModel = (title = "Test session"): LanguageModelV3 =>
 export const make = (options: TestRuntimeOptions) =>
   Effect.gen(function*() {
     const box = yield* TestInstance.sandbox(options)
+    const database = options.backend === "postgres"
+      ? { database: Database.layerTarget(yield* TestDatabase.freshPostgres) }
+      : options.fileDatabase
+      ? {}
+      : { database: Database.layerMemory, approvals: ApprovalStore.layerSql }
     const layer = makeAppLayer({
       instance: Layer.succeed(Instance, box.instance),
       providers: FakeLLM.layerModels(
@@ -46,7 +54,7 @@ export const make = (options: TestRuntimeOptions) =>
           ...(options.modelInfo ? { info: { "test/scripted": options.modelInfo } } : {})
         }
       ),
-      ...(options.fileDatabase ? {} : { database: Database.layerMemory, approvals: ApprovalStore.layerSql }),
+      ...database,
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.policy ? { policy: options.policy } : {}),
       ...(options.sandbox ? { sandbox: options.sandbox(box) } : {})

@@ -3,6 +3,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { warnBackgroundFailure } from "../runtime/BackgroundFailure.js"
 import { isAlive } from "../runtime/Pid.js"
+import { jsonField } from "../store/Dialect.js"
 import type { SnapshotDeps } from "./SnapshotState.js"
 import type { GcOptions, GcReport } from "./SnapshotTypes.js"
 import { flushIndex, flushObjects, parseStage } from "./StatCache.js"
@@ -50,12 +51,12 @@ const liveSnapshots = (deps: SnapshotDeps) =>
     const { sql, dbWrite, projectID } = deps
     const since = Date.now() - deps.retentionMs
     const parts = yield* dbWrite(sql<{ id: string | null }>`
-      SELECT DISTINCT COALESCE(json_extract(p.data, '$.snapshot'), json_extract(p.data, '$.hash')) AS id
+      SELECT DISTINCT COALESCE(${jsonField(sql, "p.data", "snapshot")}, ${jsonField(sql, "p.data", "hash")}) AS id
       FROM part p JOIN session s ON s.id = p.session_id
       WHERE s.project_id = ${projectID} AND s.time_updated >= ${since}
         AND p.type IN ('step-start', 'step-finish', 'snapshot', 'patch')`)
     const reverts = yield* dbWrite(sql<{ snapshot: string | null; applied: string | null }>`
-      SELECT json_extract(revert, '$.snapshot') AS snapshot, json_extract(revert, '$.applied') AS applied
+      SELECT ${jsonField(sql, "revert", "snapshot")} AS snapshot, ${jsonField(sql, "revert", "applied")} AS applied
       FROM session WHERE project_id = ${projectID} AND revert IS NOT NULL AND time_updated >= ${since}`)
     const ids = new Set<string>()
     for (const row of parts) if (row.id) ids.add(row.id)

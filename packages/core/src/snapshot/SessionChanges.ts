@@ -3,7 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
 import { SessionStatuses } from "../runtime/SessionStatuses.js"
-import { filename as databaseFile, withBusyRetry } from "../store/Database.js"
+import { storageName, withBusyRetry } from "../store/Database.js"
 import { SessionStore } from "../store/SessionStore.js"
 import { changes, diff, summarize } from "./ChangeSummary.js"
 import type { ChangesDeps } from "./ChangesDeps.js"
@@ -40,13 +40,12 @@ export class SessionChanges extends Context.Tag("@agent/core/SessionChanges")<Se
 
 function make() {
   return Effect.gen(function*() {
-    const instance = yield* Instance
     const deps: ChangesDeps = {
       store: yield* SessionStore,
       snapshot: yield* Snapshot,
       bus: yield* Bus,
       sql: yield* SqlClient.SqlClient,
-      write: withBusyRetry(instance.env.AGENT_DB === ":memory:" ? ":memory:" : databaseFile(instance)),
+      write: withBusyRetry(yield* storageName),
       statuses: yield* SessionStatuses
     }
     return {

@@ -5,7 +5,7 @@ import * as path from "node:path"
 import { ConfigService } from "../config/ConfigService.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
-import { filename as databaseFile, withBusyRetry } from "../store/Database.js"
+import { storageName, withBusyRetry } from "../store/Database.js"
 import { gc, scheduleGc } from "./Gc.js"
 import * as Git from "./Git.js"
 import { changes, entries, read, restore } from "./Restore.js"
@@ -84,7 +84,7 @@ const makeDeps = Effect.gen(function*() {
     git: yield* Git.shellRunner(context, gitDir),
     bus: yield* Bus,
     sql: yield* SqlClient.SqlClient,
-    dbWrite: withBusyRetry(instance.env.AGENT_DB === ":memory:" ? ":memory:" : databaseFile(instance)),
+    dbWrite: withBusyRetry(yield* storageName),
     scope: yield* Effect.scope,
     lock: yield* Effect.makeSemaphore(1),
     indexLock: yield* Effect.makeSemaphore(1),

@@ -5,23 +5,17 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, Effect, Layer, Schedule } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { ConfigService } from "../config/ConfigService.js"
 import { Instance } from "../runtime/Instance.js"
+import * as Migrations from "./Migrations.js"
+import * as PostgresUrl from "./PostgresUrl.js"
+import { StorageError } from "./StorageError.js"
 import * as WalCheckpoint from "./WalCheckpoint.js"
-import initial from "./migrations/0001_initial.js"
-import sessionDiff from "./migrations/0002_session_diff.js"
-import rowRev from "./migrations/0003_row_rev.js"
 
-/** Migrations are bundled as code (not read from a folder), so a bundled CLI still has them. */
-const records = { "0001_initial": initial, "0002_session_diff": sessionDiff, "0003_row_rev": rowRev }
-const migrations = SqliteMigrator.fromRecord(records)
-const latestKnown = Math.max(...Object.keys(records).map((key) => Number.parseInt(key, 10)))
+export { PostgresUrl, StorageError }
 
-export class StorageError extends Error {
-  override readonly name = "StorageError"
-  constructor(readonly file: string, readonly detail: string, override readonly cause?: unknown) {
-    super(`storage error in ${file}: ${detail}`)
-  }
-}
+const migrations = SqliteMigrator.fromRecord(Migrations.sqlite)
+const latestKnown = Migrations.latestKnown
 
 /** The SQLite result code of a better-sqlite3 error, thrown directly or wrapped in a SqlError. */
 const sqliteCode = (error: unknown): string | undefined => {
@@ -83,7 +77,7 @@ const isCorrupt = (error: unknown): boolean => {
  * timeout), then turns what is left into a defect that names the database file.
  */
 export const withBusyRetry = (file: string) =>
-  <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
+  PostgresUrl.isUrl(file) ? withRetryPostgres(file) : <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
     effect.pipe(
       // The retry schedule is built only when the lock was actually busy.
       Effect.catchIf(isBusy, () =>
@@ -98,6 +92,21 @@ export const withBusyRetry = (file: string) =>
           error
         )
       )
+    )
+
+/**
+ * `withBusyRetry` of a PostgreSQL store (`file` is its URL without the password): a serialization
+ * failure or deadlock is tried again, anything else (the server gone, a broken statement) is a
+ * defect that names the server and the problem.
+ */
+const withRetryPostgres = (file: string) =>
+  <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>): Effect.Effect<A, never, R> =>
+    effect.pipe(
+      Effect.retry({
+        while: PostgresUrl.isRetryable,
+        schedule: Schedule.exponential("20 millis", 2).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
+      }),
+      Effect.orDieWith((error) => new StorageError(file, `${error.message.trim()}: ${PostgresUrl.describe(file, error)}`, error))
     )
 
 const pragmas = Effect.gen(function*() {
@@ -273,32 +282,80 @@ export const layerFileReadOnly = (filename: string): Layer.Layer<SqlClient.SqlCl
   )
 }
 
-/** Whether the connection only reads (opened by `layerFileReadOnly`). */
+/** Whether the connection only reads (opened by `layerFileReadOnly` or `layerTargetReadOnly`). */
 export const isReadOnly: Effect.Effect<boolean, never, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ query_only: number }>`PRAGMA query_only`).pipe(
-    Effect.map(([row]) => row?.query_only === 1),
-    Effect.orDie
-  )
+  sql.onDialectOrElse({
+    pg: () => PostgresUrl.isReadOnly(sql),
+    orElse: () => sql<{ query_only: number }>`PRAGMA query_only`.pipe(Effect.map(([row]) => row?.query_only === 1))
+  })).pipe(Effect.orDie)
 
-/** The file the connection really has open (`:memory:` for an in-memory database), for error messages. */
+/**
+ * The file the connection really has open (`:memory:` for an in-memory database), or for
+ * PostgreSQL its `postgres://user@host:port/db` (no password), for error messages.
+ */
 export const openedFile: Effect.Effect<string, never, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ name: string; file: string }>`PRAGMA database_list`).pipe(
-    Effect.map((rows) => rows.find((row) => row.name === "main")?.file || ":memory:"),
-    Effect.orDie
-  )
+  sql.onDialectOrElse({
+    pg: () => PostgresUrl.openedLabel(sql),
+    orElse: () =>
+      sql<{ name: string; file: string }>`PRAGMA database_list`.pipe(
+        Effect.map((rows) => rows.find((row) => row.name === "main")?.file || ":memory:")
+      )
+  })).pipe(Effect.orDie)
 
 /** The database file: `AGENT_DB`, else `<data dir>/agent.db`. */
 export const filename = (instance: { readonly env: Readonly<Record<string, string | undefined>>; readonly paths: { readonly data: string } }) =>
   instance.env.AGENT_DB || path.join(instance.paths.data, "agent.db")
 
-const layerOfInstance = (options: OpenOptions): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> =>
-  Layer.unwrapEffect(Effect.map(Instance, (instance) => layerFile(filename(instance), options)))
+/**
+ * Where the instance's store is: `AGENT_DATABASE_URL`, else `AGENT_DB` (a file), else config
+ * `database.url`, else `<data dir>/agent.db`. The environment wins over the config file.
+ */
+export const target = (
+  instance: { readonly env: Readonly<Record<string, string | undefined>>; readonly paths: { readonly data: string } },
+  configuredUrl: string | undefined
+): string => {
+  const url = instance.env.AGENT_DATABASE_URL?.trim()
+  if (url) return url
+  if (instance.env.AGENT_DB) return instance.env.AGENT_DB
+  return configuredUrl?.trim() || filename(instance)
+}
+
+/** The name errors of a statement should give: the database file, `:memory:`, or the server. */
+export const storageName: Effect.Effect<string, never, SqlClient.SqlClient | Instance> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const instance = yield* Instance
+  return yield* sql.onDialectOrElse({
+    pg: () => openedFile,
+    orElse: () => Effect.succeed(instance.env.AGENT_DB === ":memory:" ? ":memory:" : filename(instance))
+  })
+})
+
+/** The PostgreSQL layers, loaded with their driver only when a URL is opened. */
+const postgres = <A>(open: (module: typeof import("./Postgres.js")) => Layer.Layer<A>): Layer.Layer<A> =>
+  Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Postgres.js")), open))
+
+/** Opens a PostgreSQL URL (`Postgres.layerUrl`) or a SQLite file (`layerFile`). */
+export const layerTarget = (name: string, options: OpenOptions = {}): Layer.Layer<SqlClient.SqlClient> =>
+  PostgresUrl.isUrl(name) ? postgres((pg) => pg.layerUrl(name)) : layerFile(name, options)
+
+/** `layerTarget` only to read: `Postgres.layerUrlReadOnly` or `layerFileReadOnly`. */
+export const layerTargetReadOnly = (name: string): Layer.Layer<SqlClient.SqlClient> =>
+  PostgresUrl.isUrl(name) ? postgres((pg) => pg.layerUrlReadOnly(name)) : layerFileReadOnly(name)
+
+const targetOfInstance = Effect.gen(function*() {
+  const instance = yield* Instance
+  const config = yield* (yield* ConfigService).get()
+  return target(instance, config.database?.url)
+})
+
+const layerOfInstance = (options: OpenOptions): Layer.Layer<SqlClient.SqlClient, never, Instance | ConfigService> =>
+  Layer.unwrapEffect(Effect.map(targetOfInstance, (name) => layerTarget(name, options)))
 
 export const layer = layerOfInstance({})
 
-/** `layerFileReadOnly` of the instance's database: for commands that only read. */
-export const layerReadOnly: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, never, Instance> = Layer.unwrapEffect(
-  Effect.map(Instance, (instance) => layerFileReadOnly(filename(instance)))
+/** `layerTargetReadOnly` of the instance's database: for commands that only read. */
+export const layerReadOnly: Layer.Layer<SqlClient.SqlClient, never, Instance | ConfigService> = Layer.unwrapEffect(
+  Effect.map(targetOfInstance, layerTargetReadOnly)
 )
 
 /** As `layer`, with checkpoints copied ahead on a worker thread: what `agent serve` uses. */

@@ -1,5 +1,6 @@
 import { type Message, type MessageID, MessageNotFound, type MessageWithParts, type Part, type PartID, type SessionID, type Todo } from "@agent/domain"
 import { Effect } from "effect"
+import { jsonField, jsonTrue } from "./Dialect.js"
 import type { StoreDeps } from "./SessionStoreState.js"
 import type { PartDeltaInput } from "./SessionStoreTypes.js"
 import {
@@ -7,10 +8,8 @@ import {
   decodePart,
   decodeRow,
   isOpenStreamingPart,
-  MESSAGE_UPSERT,
   messageRow,
   newRev,
-  PART_UPSERT,
   type PartRow,
   type RevRow,
   toolStatus
@@ -28,7 +27,7 @@ const partRow = (owner: string, part: Part): ReadonlyArray<unknown> => {
   return [part.id, part.messageID, part.sessionID, part.type, status, partOwner, JSON.stringify(part), newRev()]
 }
 
-export const writePart = (deps: StoreDeps, part: Part) => deps.sql.unsafe(PART_UPSERT, partRow(deps.owner, part))
+export const writePart = (deps: StoreDeps, part: Part) => deps.sql.unsafe(deps.statements.partUpsert, partRow(deps.owner, part))
 
 export const flush = Effect.fn("SessionStore.flush")(function*(deps: StoreDeps) {
   const dirty = [...deps.state.openParts.values()].filter((entry) => entry.dirty)
@@ -92,7 +91,7 @@ export const removePart = Effect.fn("SessionStore.removePart")(function*(
 
 export const upsertMessage = Effect.fnUntraced(function*(deps: StoreDeps, message: Message) {
   yield* deps.write(
-    deps.sql.unsafe(MESSAGE_UPSERT, messageRow(message))
+    deps.sql.unsafe(deps.statements.messageUpsert, messageRow(message))
   )
   yield* deps.bus.publish({ type: "message.updated", properties: { info: message } })
 })
@@ -173,16 +172,17 @@ export const history = Effect.fn("SessionStore.history")(function*(deps: StoreDe
   const { sql, read } = deps
   // The newest summary that finished without error marks a completed compaction; its
   // parent is the user message holding the compaction part (and maybe a kept tail).
+  const field = (key: string) => jsonField(sql, "data", key)
   const summaries = yield* read(sql<{ parent: string }>`
-    SELECT json_extract(data, '$.parentID') AS parent FROM message
+    SELECT ${field("parentID")} AS parent FROM message
     WHERE session_id = ${sessionID} AND role = 'assistant'
-      AND json_extract(data, '$.summary') = 1
-      AND json_extract(data, '$.finish') IS NOT NULL
-      AND json_extract(data, '$.error') IS NULL
+      AND ${field("summary")} = ${jsonTrue(sql)}
+      AND ${field("finish")} IS NOT NULL
+      AND ${field("error")} IS NULL
     ORDER BY id DESC`)
   for (const { parent } of summaries) {
     const compaction = yield* read(sql<{ tail: string | null }>`
-      SELECT json_extract(data, '$.tail_start_id') AS tail FROM part
+      SELECT ${field("tail_start_id")} AS tail FROM part
       WHERE message_id = ${parent} AND type = 'compaction' LIMIT 1`)
     if (compaction.length === 0) continue
     const start = compaction[0]!.tail ?? parent

@@ -24,13 +24,13 @@ import {
 import { addUsage, children, create, get, list, remove, update } from "./Sessions.js"
 import { SessionStoreState, type StoreDeps } from "./SessionStoreState.js"
 import type { SessionStoreShape } from "./SessionStoreTypes.js"
-import { DecodeCache, decodeMessage, decodePart, encodeExport } from "./StoreRows.js"
+import { DecodeCache, decodeMessage, decodePart, encodeExport, postgresStatements, sqliteStatements } from "./StoreRows.js"
 import { exportSession, fork, importSession } from "./Transfer.js"
 
 export * from "./SessionStoreTypes.js"
 
 /**
- * Sessions, messages, parts and todos in SQLite, with every change published on the bus.
+ * Sessions, messages, parts and todos in SQLite or PostgreSQL (whichever SqlClient it is given), with every change published on the bus.
  * Text deltas are published at once and written coalesced; a process that dies mid-run
  * leaves tool parts that the next process to open the database marks as interrupted.
  *
@@ -44,8 +44,9 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
     SessionStore,
     Effect.gen(function*() {
       const write = withBusyRetry(yield* openedFile)
+      const sql = yield* SqlClient.SqlClient
       const deps: StoreDeps = {
-        sql: yield* SqlClient.SqlClient,
+        sql,
         bus: yield* Bus,
         instance: yield* Instance,
         write,
@@ -54,7 +55,8 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         owner: `${os.hostname()}:${process.pid}:${Identifier.ascending("part").slice(4)}`,
         partCache: new DecodeCache("part", decodePart, 32 * 1024 * 1024),
         messageCache: new DecodeCache("message", decodeMessage, 8 * 1024 * 1024),
-        state: new SessionStoreState()
+        state: new SessionStoreState(),
+        statements: sql.onDialectOrElse({ pg: () => postgresStatements, orElse: () => sqliteStatements })
       }
       yield* holdLease(deps)
       yield* Effect.addFinalizer(() => flush(deps).pipe(Effect.catchAllCause((cause) => Effect.logError("final flush failed", cause))))

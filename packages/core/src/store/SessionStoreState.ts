@@ -4,7 +4,7 @@ import type { Context, Scope } from "effect"
 import type { Bus } from "../runtime/Bus.js"
 import type { Instance } from "../runtime/Instance.js"
 import type { withBusyRetry } from "./Database.js"
-import type { DecodeCache } from "./StoreRows.js"
+import type { DecodeCache, Statements } from "./StoreRows.js"
 
 // What the parts of the SessionStore share: the layer's dependencies and its mutable state, one
 // value created by the layer and passed to the module functions of store/ (no module-level state).
@@ -39,4 +39,6 @@ export interface StoreDeps {
   readonly partCache: DecodeCache<Part>
   readonly messageCache: DecodeCache<Message>
   readonly state: SessionStoreState
+  /** The fixed statements of the hot writes, in the connection's dialect. */
+  readonly statements: Statements
 }

@@ -2,9 +2,10 @@ import { Session, type SessionID, SessionNotFound } from "@agent/domain"
 import { Effect } from "effect"
 import * as Identifier from "../runtime/Identifier.js"
 import { VERSION } from "../runtime/Version.js"
+import { caseInsensitiveLike } from "./Dialect.js"
 import type { StoreDeps } from "./SessionStoreState.js"
 import type { CreateSessionInput, ListSessionsOptions, SessionPatch, Usage } from "./SessionStoreTypes.js"
-import { ADD_USAGE, json, rowToSession, type SessionRow } from "./StoreRows.js"
+import { json, rowToSession, type SessionRow } from "./StoreRows.js"
 
 // Projects and sessions: creating, reading, listing, changing and deleting session rows.
 
@@ -118,7 +119,7 @@ export const list = Effect.fn("SessionStore.list")(function*(deps: StoreDeps, op
   const rows = yield* deps.read(sql<SessionRow>`
     SELECT * FROM session
     WHERE project_id = ${deps.instance.projectID} AND parent_id IS NULL
-    ${pattern ? sql`AND title LIKE ${pattern} ESCAPE '\\'` : sql``}
+    ${pattern ? sql`AND title ${caseInsensitiveLike(sql)} ${pattern} ESCAPE '\\'` : sql``}
     ${options.cursor ? sql`AND id > ${options.cursor}` : sql``}
     ORDER BY id LIMIT ${limit + 1}`)
   const items = rows.slice(0, limit).map(rowToSession)
@@ -133,7 +134,7 @@ export const children = Effect.fn("SessionStore.children")(function*(deps: Store
 const descendantsAndSelf = ({ sql, read }: StoreDeps, id: SessionID) =>
   read(sql<SessionRow>`
     WITH RECURSIVE tree(id) AS (
-      SELECT ${id} UNION ALL SELECT s.id FROM session s JOIN tree t ON s.parent_id = t.id
+      SELECT CAST(${id} AS TEXT) UNION ALL SELECT s.id FROM session s JOIN tree t ON s.parent_id = t.id
     )
     SELECT session.* FROM session JOIN tree ON session.id = tree.id`).pipe(Effect.map((rows) => rows.map(rowToSession)))
 
@@ -145,14 +146,14 @@ export const remove = Effect.fn("SessionStore.remove")(function*(deps: StoreDeps
   for (const [partID, entry] of state.openParts) if (doomedIds.has(entry.part.sessionID)) state.openParts.delete(partID)
   // Foreign keys cascade to children, messages, parts and todos.
   yield* write(sql`DELETE FROM session WHERE id = ${id}`)
-  // Give the freed pages back to the file system, a bounded amount at a time.
-  yield* write(sql`PRAGMA incremental_vacuum(2000)`)
+  // Give the freed pages back to the file system, a bounded amount at a time (PostgreSQL's autovacuum does its own).
+  yield* sql.onDialectOrElse({ pg: () => Effect.void, orElse: () => write(sql`PRAGMA incremental_vacuum(2000)`) })
   for (const session of doomed.reverse()) yield* deps.bus.publish({ type: "session.deleted", properties: { info: session } })
 })
 
 // One statement per step: the session and all its ancestors in one UPDATE, rows returned for the events.
 export const addUsage = Effect.fnUntraced(function*(deps: StoreDeps, id: SessionID, usage: Usage) {
-  const rows = yield* deps.write(deps.sql.unsafe<SessionRow>(ADD_USAGE, [
+  const rows = yield* deps.write(deps.sql.unsafe<SessionRow>(deps.statements.addUsage, [
     id,
     usage.cost,
     usage.tokens.input,

@@ -62,7 +62,7 @@ export const MESSAGE_INSERT = `INSERT INTO message (id, session_id, role, time_c
 export const MESSAGE_UPSERT = `${MESSAGE_INSERT} ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev`
 
 export const ADD_USAGE = `WITH RECURSIVE chain(id) AS (
-    SELECT ? UNION ALL SELECT s.parent_id FROM session s JOIN chain c ON s.id = c.id WHERE s.parent_id IS NOT NULL
+    SELECT CAST(? AS TEXT) UNION ALL SELECT s.parent_id FROM session s JOIN chain c ON s.id = c.id WHERE s.parent_id IS NOT NULL
   )
   UPDATE session SET
     cost = cost + ?, tokens_input = tokens_input + ?, tokens_output = tokens_output + ?,
@@ -70,6 +70,34 @@ export const ADD_USAGE = `WITH RECURSIVE chain(id) AS (
     tokens_cache_write = tokens_cache_write + ?, time_updated = ?
   WHERE id IN (SELECT id FROM chain)
   RETURNING *`
+
+/** The fixed statements in one dialect's placeholders. */
+export interface Statements {
+  readonly partUpsert: string
+  readonly messageInsert: string
+  readonly messageUpsert: string
+  readonly addUsage: string
+}
+
+/** SQLite's `?` placeholders as PostgreSQL's `$1, $2, ...` (the fixed statements hold no `?` in strings). */
+const numbered = (text: string) => {
+  let index = 0
+  return text.replace(/\?/g, () => `$${++index}`)
+}
+
+export const sqliteStatements: Statements = {
+  partUpsert: PART_UPSERT,
+  messageInsert: MESSAGE_INSERT,
+  messageUpsert: MESSAGE_UPSERT,
+  addUsage: ADD_USAGE
+}
+
+export const postgresStatements: Statements = {
+  partUpsert: numbered(PART_UPSERT),
+  messageInsert: numbered(MESSAGE_INSERT),
+  messageUpsert: numbered(MESSAGE_UPSERT),
+  addUsage: numbered(ADD_USAGE)
+}
 
 /** A new revision for a row whose data is written (see migration 0003). */
 export const newRev = () => Math.floor(Math.random() * 2 ** 53)

@@ -15,7 +15,7 @@ import * as Identifier from "../runtime/Identifier.js"
 import { messages, todos, writePart } from "./Messages.js"
 import { children, ensureProject, findSession, get, insertSession, newSession } from "./Sessions.js"
 import type { StoreDeps } from "./SessionStoreState.js"
-import { chunks, decodeExport, MESSAGE_INSERT, messageRow } from "./StoreRows.js"
+import { chunks, decodeExport, messageRow } from "./StoreRows.js"
 
 // Copies of sessions: a fork under new ids, and export to and import from a file.
 
@@ -90,7 +90,7 @@ export const fork = Effect.fn("SessionStore.fork")(function*(
           const info: Message = message.info.role === "assistant"
             ? { ...message.info, id: remap(message.info.id), sessionID: session.id, parentID: remap(message.info.parentID) }
             : { ...message.info, id: remap(message.info.id), sessionID: session.id }
-          yield* sql.unsafe(MESSAGE_INSERT, messageRow(info))
+          yield* sql.unsafe(deps.statements.messageInsert, messageRow(info))
           for (const part of message.parts) {
             const copy: Part = {
               ...part,
@@ -172,7 +172,7 @@ export const importSession = Effect.fn("SessionStore.importSession")(function*(d
           const info = new Session({ ...(node === tree ? root : node.info), projectID: deps.instance.projectID as ProjectID })
           yield* insertSession(deps, info)
           for (const message of node.messages) {
-            yield* sql.unsafe(MESSAGE_INSERT, messageRow(message.info))
+            yield* sql.unsafe(deps.statements.messageInsert, messageRow(message.info))
             for (const part of message.parts) yield* writePart(deps, part)
           }
           if (node.todos && node.todos.length > 0) {

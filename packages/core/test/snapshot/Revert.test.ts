@@ -1,5 +1,5 @@
 import type { MessageWithParts, Part } from "@agent/domain"
-import { ScriptedModel, TestRuntime } from "@agent/testing"
+import { ScriptedModel, TestDatabase, TestRuntime } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Fiber, Stream } from "effect"
@@ -197,31 +197,34 @@ describe("snapshots, patches and revert on a real repository", () => {
       storeGit(store, "fsck", "--strict", "--no-dangling")
     }))
 
-  it.scopedLive("reverting to a part undoes that step and everything after it, keeping the parts before", () =>
-    Effect.gen(function*() {
-      const model = ScriptedModel.make([
-        [toolCall("write", { filePath: "one.txt", content: "one\n" })],
-        [text("now two"), toolCall("write", { filePath: "two.txt", content: "two\n" })],
-        "done"
-      ])
-      const runtime = yield* TestRuntime.make({ model })
-      const project = runtime.box.path("project")
-      yield* Effect.gen(function*() {
-        const store = yield* SessionStore
-        const changes = yield* SessionChanges
-        const session = yield* store.create()
-        yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "go" }] })
-        const [, , second] = yield* store.messages(session.id)
-        const tool = second!.parts.find((part) => part.type === "tool")!
-        const result = yield* changes.revert({ sessionID: session.id, messageID: second!.info.id, partID: tool.id })
-        expect(result.restored).toEqual([path.join(project, "two.txt")])
-        expect(fs.existsSync(path.join(project, "two.txt"))).toBe(false)
-        expect(fs.readFileSync(path.join(project, "one.txt"), "utf8")).toBe("one\n")
-        const shown = yield* changes.visibleMessages(session.id)
-        expect(shown).toHaveLength(3)
-        expect(shown[2]!.parts.map((part) => part.type)).toEqual(["step-start", "text"])
-      }).pipe(Effect.provide(runtime.layer))
-    }))
+  // On both backends: the session diff and the collection's queries are SQL of their own.
+  for (const backend of TestDatabase.backends()) {
+    it.scopedLive(`reverting to a part undoes that step and everything after it, keeping the parts before (${backend})`, () =>
+      Effect.gen(function*() {
+        const model = ScriptedModel.make([
+          [toolCall("write", { filePath: "one.txt", content: "one\n" })],
+          [text("now two"), toolCall("write", { filePath: "two.txt", content: "two\n" })],
+          "done"
+        ])
+        const runtime = yield* TestRuntime.make({ model, backend })
+        const project = runtime.box.path("project")
+        yield* Effect.gen(function*() {
+          const store = yield* SessionStore
+          const changes = yield* SessionChanges
+          const session = yield* store.create()
+          yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "go" }] })
+          const [, , second] = yield* store.messages(session.id)
+          const tool = second!.parts.find((part) => part.type === "tool")!
+          const result = yield* changes.revert({ sessionID: session.id, messageID: second!.info.id, partID: tool.id })
+          expect(result.restored).toEqual([path.join(project, "two.txt")])
+          expect(fs.existsSync(path.join(project, "two.txt"))).toBe(false)
+          expect(fs.readFileSync(path.join(project, "one.txt"), "utf8")).toBe("one\n")
+          const shown = yield* changes.visibleMessages(session.id)
+          expect(shown).toHaveLength(3)
+          expect(shown[2]!.parts.map((part) => part.type)).toEqual(["step-start", "text"])
+        }).pipe(Effect.provide(runtime.layer))
+      }))
+  }
 
   it.scopedLive("revert while the session runs is refused, and an unknown point is a clear error", () =>
     Effect.gen(function*() {
@@ -309,73 +312,79 @@ describe("snapshots, patches and revert on a real repository", () => {
 })
 
 describe("snapshot store limits and garbage collection", () => {
-  it.scopedLive("garbage collection removes the snapshot data of a deleted session", () =>
-    Effect.gen(function*() {
-      const secret = `only this session ever wrote this ${Math.random()}\n`
-      const model = ScriptedModel.make([
-        [toolCall("write", { filePath: "secret.txt", content: secret })],
-        [toolCall("bash", { command: "rm secret.txt", description: "remove it" })],
-        "done"
-      ])
-      const runtime = yield* TestRuntime.make({ model })
-      yield* Effect.gen(function*() {
-        const store = yield* SessionStore
-        const snapshot = yield* Snapshot
-        const session = yield* store.create()
-        yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "go" }] })
-        const status = yield* snapshot.status()
-        const [, written] = yield* store.messages(session.id)
-        const finish = written!.parts.find((part) => part.type === "step-finish")!
-        const snapshotID = finish.type === "step-finish" ? finish.snapshot! : ""
-        const entry = (yield* snapshot.entries(snapshotID, ["secret.txt"])).get("secret.txt")!
-        expect(hasObject(status.store, entry.id)).toBe(true)
+  // On both backends: the session diff and the collection's queries are SQL of their own.
+  for (const backend of TestDatabase.backends()) {
+    it.scopedLive(`garbage collection removes the snapshot data of a deleted session (${backend})`, () =>
+      Effect.gen(function*() {
+        const secret = `only this session ever wrote this ${Math.random()}\n`
+        const model = ScriptedModel.make([
+          [toolCall("write", { filePath: "secret.txt", content: secret })],
+          [toolCall("bash", { command: "rm secret.txt", description: "remove it" })],
+          "done"
+        ])
+        const runtime = yield* TestRuntime.make({ model, backend })
+        yield* Effect.gen(function*() {
+          const store = yield* SessionStore
+          const snapshot = yield* Snapshot
+          const session = yield* store.create()
+          yield* (yield* SessionLoop).prompt({ sessionID: session.id, parts: [{ type: "text", text: "go" }] })
+          const status = yield* snapshot.status()
+          const [, written] = yield* store.messages(session.id)
+          const finish = written!.parts.find((part) => part.type === "step-finish")!
+          const snapshotID = finish.type === "step-finish" ? finish.snapshot! : ""
+          const entry = (yield* snapshot.entries(snapshotID, ["secret.txt"])).get("secret.txt")!
+          expect(hasObject(status.store, entry.id)).toBe(true)
 
-        // Still referenced: a collection keeps it.
-        yield* snapshot.gc({ grace: 0 })
-        expect(hasObject(status.store, entry.id)).toBe(true)
-        expect(hasObject(status.store, snapshotID)).toBe(true)
+          // Still referenced: a collection keeps it.
+          yield* snapshot.gc({ grace: 0 })
+          expect(hasObject(status.store, entry.id)).toBe(true)
+          expect(hasObject(status.store, snapshotID)).toBe(true)
 
-        yield* store.remove(session.id)
-        const report = yield* snapshot.gc({ grace: 0 })
-        expect(hasObject(status.store, entry.id)).toBe(false)
-        expect(hasObject(status.store, snapshotID)).toBe(false)
-        expect(report.bytesAfter).toBeLessThan(report.bytesBefore)
-        // reading a collected snapshot is a clear error
-        const missing = yield* Effect.flip(snapshot.entries(snapshotID, ["secret.txt"]))
-        expect(missing.message).toContain("not in the store")
-      }).pipe(Effect.provide(runtime.layer))
-    }))
+          yield* store.remove(session.id)
+          const report = yield* snapshot.gc({ grace: 0 })
+          expect(hasObject(status.store, entry.id)).toBe(false)
+          expect(hasObject(status.store, snapshotID)).toBe(false)
+          expect(report.bytesAfter).toBeLessThan(report.bytesBefore)
+          // reading a collected snapshot is a clear error
+          const missing = yield* Effect.flip(snapshot.entries(snapshotID, ["secret.txt"]))
+          expect(missing.message).toContain("not in the store")
+        }).pipe(Effect.provide(runtime.layer))
+      }))
+  }
 
-  it.scopedLive("garbage collection drops the snapshots of sessions idle past the retention period, and keeps the others", () =>
-    Effect.gen(function*() {
-      const oldText = `old session ${Math.random()}\n`
-      const newText = `recent session ${Math.random()}\n`
-      const model = ScriptedModel.make([
-        [toolCall("write", { filePath: "old.txt", content: oldText })],
-        [toolCall("bash", { command: "rm old.txt", description: "remove" })],
-        "done",
-        [toolCall("write", { filePath: "new.txt", content: newText })],
-        [toolCall("bash", { command: "rm new.txt", description: "remove" })],
-        "done"
-      ])
-      const runtime = yield* TestRuntime.make({ model, files: { "project/agent.json": { snapshot_store: { retention_days: 3 } } } })
-      yield* Effect.gen(function*() {
-        const store = yield* SessionStore
-        const snapshot = yield* Snapshot
-        const loop = yield* SessionLoop
-        const sql = yield* SqlClient.SqlClient
-        const older = yield* store.create()
-        yield* loop.prompt({ sessionID: older.id, parts: [{ type: "text", text: "go" }] })
-        const recent = yield* store.create()
-        yield* loop.prompt({ sessionID: recent.id, parts: [{ type: "text", text: "go" }] })
-        const { store: dir } = yield* snapshot.status()
-        const blob = (text: string) => SnapshotTree.ObjectWriter.hash("blob", Buffer.from(text))
-        expect([hasObject(dir, blob(oldText)), hasObject(dir, blob(newText))]).toEqual([true, true])
-        yield* sql`UPDATE session SET time_updated = ${Date.now() - 4 * 24 * 60 * 60 * 1000} WHERE id = ${older.id}`
-        yield* snapshot.gc({ grace: 0 })
-        expect([hasObject(dir, blob(oldText)), hasObject(dir, blob(newText))]).toEqual([false, true])
-      }).pipe(Effect.provide(runtime.layer))
-    }))
+  // On both backends: the session diff and the collection's queries are SQL of their own.
+  for (const backend of TestDatabase.backends()) {
+    it.scopedLive(`garbage collection drops the snapshots of sessions idle past the retention period, and keeps the others (${backend})`, () =>
+      Effect.gen(function*() {
+        const oldText = `old session ${Math.random()}\n`
+        const newText = `recent session ${Math.random()}\n`
+        const model = ScriptedModel.make([
+          [toolCall("write", { filePath: "old.txt", content: oldText })],
+          [toolCall("bash", { command: "rm old.txt", description: "remove" })],
+          "done",
+          [toolCall("write", { filePath: "new.txt", content: newText })],
+          [toolCall("bash", { command: "rm new.txt", description: "remove" })],
+          "done"
+        ])
+        const runtime = yield* TestRuntime.make({ model, backend, files: { "project/agent.json": { snapshot_store: { retention_days: 3 } } } })
+        yield* Effect.gen(function*() {
+          const store = yield* SessionStore
+          const snapshot = yield* Snapshot
+          const loop = yield* SessionLoop
+          const sql = yield* SqlClient.SqlClient
+          const older = yield* store.create()
+          yield* loop.prompt({ sessionID: older.id, parts: [{ type: "text", text: "go" }] })
+          const recent = yield* store.create()
+          yield* loop.prompt({ sessionID: recent.id, parts: [{ type: "text", text: "go" }] })
+          const { store: dir } = yield* snapshot.status()
+          const blob = (text: string) => SnapshotTree.ObjectWriter.hash("blob", Buffer.from(text))
+          expect([hasObject(dir, blob(oldText)), hasObject(dir, blob(newText))]).toEqual([true, true])
+          yield* sql`UPDATE session SET time_updated = ${Date.now() - 4 * 24 * 60 * 60 * 1000} WHERE id = ${older.id}`
+          yield* snapshot.gc({ grace: 0 })
+          expect([hasObject(dir, blob(oldText)), hasObject(dir, blob(newText))]).toEqual([false, true])
+        }).pipe(Effect.provide(runtime.layer))
+      }))
+  }
 
   it.scopedLive("a 50 000-file tree is over the limit: snapshots are disabled with a clear message and the run goes on", () =>
     Effect.gen(function*() {

@@ -1,0 +1,69 @@
+import { Effect, type Scope } from "effect"
+import * as Pg from "pg"
+import type { Sandbox } from "./TestInstance.js"
+
+// The two backends of the store in tests: a SQLite file in the test's sandbox, or a fresh schema
+// on the tests' PostgreSQL server (AGENT_TEST_DATABASE_URL, started by scripts/test/postgres-setup.ts).
+
+export type Backend = "sqlite" | "postgres"
+
+/** The tests' PostgreSQL server, if there is one. */
+export const serverUrl = (): string | undefined => process.env.AGENT_TEST_DATABASE_URL || undefined
+
+/**
+ * Whether the Postgres tests run: where a server is set up, and always in CI (where a missing
+ * server is then an error, not a skip). Elsewhere `notRunReason` says why they did not.
+ */
+export const postgresRuns = (): boolean => serverUrl() !== undefined || Boolean(process.env.CI)
+
+export const notRunReason =
+  "no PostgreSQL for the tests: install postgresql (initdb, pg_ctl) or set AGENT_TEST_DATABASE_URL; the Postgres store tests did not run"
+
+/** The backends the store tests run on here: both, or SQLite alone where `postgresRuns` is false. */
+export const backends = (): ReadonlyArray<Backend> => (postgresRuns() ? ["sqlite", "postgres"] : ["sqlite"])
+
+/** `url` whose connections start with `setting` (PostgreSQL's `options` startup parameter). */
+export const withSetting = (url: string, setting: string): string => {
+  const parsed = new URL(url)
+  const options = parsed.searchParams.get("options")
+  parsed.searchParams.set("options", options ? `${options} -c ${setting}` : `-c ${setting}`)
+  return parsed.toString()
+}
+
+/**
+ * A new empty schema on the test server, as a URL whose connections use it (`search_path`): each
+ * test gets a database of its own for a few milliseconds instead of a CREATE DATABASE. Dropped
+ * when the scope closes.
+ */
+export const freshPostgres: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const server = serverUrl()
+    if (!server) throw new Error(notRunReason)
+    const schema = `t_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
+    const client = new Pg.Client({ connectionString: server })
+    await client.connect()
+    try {
+      await client.query(`CREATE SCHEMA ${schema}`)
+    } finally {
+      await client.end()
+    }
+    return { schema, url: withSetting(server, `search_path=${schema}`) }
+  }),
+  ({ schema }) =>
+    Effect.promise(async () => {
+      const client = new Pg.Client({ connectionString: serverUrl()! })
+      await client.connect()
+      try {
+        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      } finally {
+        await client.end()
+      }
+    }).pipe(Effect.ignore)
+).pipe(Effect.map(({ url }) => url))
+
+/**
+ * Where a test's store lives on `backend`: the SQLite file `name` in the sandbox, or a fresh
+ * PostgreSQL schema (the same target opened twice is the same database).
+ */
+export const target = (backend: Backend, box: Sandbox, name = "home/agent.db"): Effect.Effect<string, never, Scope.Scope> =>
+  backend === "sqlite" ? Effect.sync(() => box.path(name)) : freshPostgres
