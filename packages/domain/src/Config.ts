@@ -211,6 +211,12 @@ export const ExperimentalIgnoredKeys: ReadonlySet<string> = new Set([
   "policies"
 ])
 
+/** What the OpenTelemetry export may carry (docs/telemetry.md; the export itself is set by `OTEL_*` variables). */
+export const TelemetryConfig = Schema.Struct({
+  /** Put prompt, system, output text and tool arguments and results on the spans (default false). */
+  log_content: Schema.optional(Schema.Boolean)
+})
+
 /**
  * Limits of the snapshot store behind undo and session diffs (this runtime's addition; OpenCode
  * only has the `snapshot` switch).
@@ -308,7 +314,9 @@ export const Config = Schema.Struct({
   snapshot: Schema.optional(Schema.Boolean),
   snapshot_store: Schema.optional(SnapshotStoreConfig),
   /** The OS sandbox of the processes the agent starts (docs/sandbox.md). */
-  sandbox: Schema.optional(SandboxConfig)
+  sandbox: Schema.optional(SandboxConfig),
+  /** What exported spans may carry (docs/telemetry.md). */
+  telemetry: Schema.optional(TelemetryConfig)
 })
 export type Config = typeof Config.Type
 

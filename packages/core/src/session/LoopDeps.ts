@@ -37,6 +37,8 @@ export interface LoopSettings {
   /** `experimental.continue_loop_on_deny`: a rejected ask does not stop the run. */
   readonly continueOnDeny: boolean
   readonly subagentDepth: number
+  /** `telemetry.log_content`: prompt and output text go on the spans. */
+  readonly logContent: boolean
 }
 
 export interface LoopDeps {
@@ -106,7 +108,8 @@ export const makeLoopDeps = Effect.gen(function*() {
       retryDelay: config.retry?.delay,
       toolConcurrency: config.tool_concurrency ?? DEFAULT_TOOL_CONCURRENCY,
       continueOnDeny: config.experimental?.continue_loop_on_deny === true,
-      subagentDepth: config.subagent_depth ?? 1
+      subagentDepth: config.subagent_depth ?? 1,
+      logContent: config.telemetry?.log_content === true
     },
     statuses,
     setStatus,

@@ -1,6 +1,6 @@
 // One step of a run: the request (tools offered, system prompt, history), one model call folded by
 // the step processor, the tool calls it made, the step's files; retried when the provider asks.
-import type { Agent, AssistantMessage, PartID, PermissionRuleset, UserMessage } from "@agent/domain"
+import type { Agent, AssistantMessage, Part, PartID, PermissionRuleset, UserMessage } from "@agent/domain"
 import type { ModelMessage } from "ai"
 import { Cause, Deferred, Duration, Effect, Exit, FiberSet, Option } from "effect"
 import * as SystemPrompt from "../context/SystemPrompt.js"
@@ -20,9 +20,10 @@ import { type Ending, errorOf, totalTokens } from "./LoopTypes.js"
 import { offeredTools } from "./OfferedTools.js"
 import { requestMessages } from "./Request.js"
 import { finishMessage, type RunState, startAssistantMessage, touch, writePart } from "./RunState.js"
-import { makeStepProcessor } from "./StepProcessor.js"
+import { type FinishStep, makeStepProcessor } from "./StepProcessor.js"
 import { checkRepeat, runToolCall, type StepCalls } from "./ToolCall.js"
-import { traced } from "../runtime/Tracing.js"
+import { tracedWith } from "../runtime/Tracing.js"
+import * as GenAiSpans from "./GenAiSpans.js"
 
 export interface StepInput {
   readonly agent: Agent
@@ -53,17 +54,30 @@ const foldModelAnswer = (
   deps: LoopDeps,
   request: LLMRequest,
   fold: (event: LLMEvent) => Effect.Effect<void>,
-  span: { readonly sessionID: string; readonly agent: string }
-) =>
-  deps.llm.call(request, fold).pipe(
-    traced("SessionLoop.model", {
-      attributes: {
-        "session.id": span.sessionID,
-        "agent": span.agent,
-        "model": `${request.model.info.providerID}/${request.model.info.modelID}`
-      }
-    })
+  span: {
+    readonly sessionID: string
+    readonly agent: string
+    /** The answer so far, read when the span ends. */
+    readonly finish: () => FinishStep | undefined
+    readonly answer: () => ReadonlyArray<Part>
+  }
+) => {
+  const logContent = deps.settings.logContent
+  const { providerID, modelID } = request.model.info
+  return tracedWith(
+    GenAiSpans.chatSpanName(modelID),
+    () => ({
+      kind: "client",
+      attributes: GenAiSpans.chatAttributes({ sessionID: span.sessionID, agent: span.agent, providerID, modelID }, request, logContent)
+    }),
+    (annotate) => {
+      const call = deps.llm.call(request, fold)
+      return annotate
+        ? Effect.ensuring(call, Effect.sync(() => annotate(GenAiSpans.chatResultAttributes(span.finish(), span.answer(), logContent))))
+        : call
+    }
   )
+}
 
 /**
  * The files before the step, with a finalizer in the step's scope: when the step did not end
@@ -207,7 +221,12 @@ const attempt = (deps: LoopDeps, state: RunState, input: Attempt): Effect.Effect
       options: ProviderOptions.callOptions({ model, agent, variant: info.variant }),
       ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
       ...(agent.topP !== undefined ? { topP: agent.topP } : {})
-    }, processor.fold, { sessionID: state.sessionID, agent: agent.name })
+    }, processor.fold, {
+      sessionID: state.sessionID,
+      agent: agent.name,
+      finish: () => processor.state.finish,
+      answer: () => message.parts
+    })
     yield* tools.awaitAll
     const after = yield* files.record
     yield* closeStep(deps, state, message, processor.state.finish, after)
