@@ -19,7 +19,7 @@ import {
   type Span,
   type SpanProcessor
 } from "@opentelemetry/sdk-trace-base"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Runtime } from "effect"
 import { type Instrument, measurementsOf } from "./GenAiMeasurements.js"
 import type { OtlpExport, OtlpSignal } from "./OtlpSettings.js"
 import { CurrentRecorder, type TelemetryRecorder } from "./Telemetry.js"
@@ -92,14 +92,49 @@ const recorderOf = (instruments: Instruments): TelemetryRecorder => ({
   compaction: (auto) => instruments.compactions.add(1, { "agent.compaction.auto": auto })
 })
 
-const traceExporter = (signal: OtlpSignal) => {
-  const config = { url: signal.url, headers: { ...signal.headers } }
-  return signal.protocol === "http/json" ? new JsonTraceExporter(config) : new ProtoTraceExporter(config)
+/** What an exporter's callback is told (the SDK's ExportResult: code 0 is success). */
+interface ExportResult {
+  readonly code: number
+  readonly error?: Error
 }
 
-const metricExporter = (signal: OtlpSignal) => {
+/**
+ * Reports the first failed export of a signal (a collector that is down or refuses): the SDK itself
+ * only tells its own diagnostic logger, which is silent. Later failures are not repeated.
+ */
+const reportingFailures = <T extends { export: (items: never, done: (result: ExportResult) => void) => void }>(
+  exporter: T,
+  report: (error: Error | undefined) => void
+): T => {
+  let reported = false
+  const original = exporter.export.bind(exporter) as (items: unknown, done: (result: ExportResult) => void) => void
+  exporter.export = ((items: unknown, done: (result: ExportResult) => void) =>
+    original(items, (result) => {
+      if (result.code !== 0 && !reported) {
+        reported = true
+        report(result.error)
+      }
+      done(result)
+    })) as T["export"]
+  return exporter
+}
+
+type Report = (what: string, signal: OtlpSignal) => (error: Error | undefined) => void
+
+const traceExporter = (signal: OtlpSignal, report: Report) => {
   const config = { url: signal.url, headers: { ...signal.headers } }
-  return signal.protocol === "http/json" ? new JsonMetricExporter(config) : new ProtoMetricExporter(config)
+  return reportingFailures(
+    signal.protocol === "http/json" ? new JsonTraceExporter(config) : new ProtoTraceExporter(config),
+    report("spans", signal)
+  )
+}
+
+const metricExporter = (signal: OtlpSignal, report: Report) => {
+  const config = { url: signal.url, headers: { ...signal.headers } }
+  return reportingFailures(
+    signal.protocol === "http/json" ? new JsonMetricExporter(config) : new ProtoMetricExporter(config),
+    report("metrics", signal)
+  )
 }
 
 /** A provider's end: what is buffered is sent; an unreachable collector is logged, never fails the command. */
@@ -121,6 +156,11 @@ export const layer = (settings: OtlpExport): Layer.Layer<never> => {
   const providers = Layer.scopedContext(Effect.gen(function*() {
     const { Resource } = OtelResource
     const otelResource = yield* Resource
+    const runtime = yield* Effect.runtime<never>()
+    const report: Report = (what, signal) => (error) =>
+      void Runtime.runFork(runtime)(
+        Effect.logWarning(`OpenTelemetry: exporting ${what} to ${signal.url} failed: ${error?.message ?? "unknown error"}`)
+      )
     const meters = settings.metrics
       ? yield* Effect.acquireRelease(
         Effect.sync(() =>
@@ -128,7 +168,7 @@ export const layer = (settings: OtlpExport): Layer.Layer<never> => {
             resource: otelResource,
             readers: [
               new PeriodicExportingMetricReader({
-                exporter: metricExporter(settings.metrics!),
+                exporter: metricExporter(settings.metrics!, report),
                 exportIntervalMillis: settings.metricIntervalMs,
                 exportTimeoutMillis: Math.min(settings.metricIntervalMs, 30_000)
               })
@@ -145,7 +185,7 @@ export const layer = (settings: OtlpExport): Layer.Layer<never> => {
         new BasicTracerProvider({
           resource: otelResource,
           spanProcessors: [
-            ...(settings.traces ? [new BatchSpanProcessor(traceExporter(settings.traces))] : []),
+            ...(settings.traces ? [new BatchSpanProcessor(traceExporter(settings.traces, report))] : []),
             ...(instruments ? [metricsProcessor(instruments)] : [])
           ]
         })

@@ -1,4 +1,4 @@
-import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
+import { Cause, Context, Effect, Exit, identity, Layer, Option, Tracer } from "effect"
 import { Instance } from "./Instance.js"
 import * as OtlpSettings from "./OtlpSettings.js"
 
@@ -139,6 +139,19 @@ export interface TracedOptions {
 export const traced = (name: string, options: TracedOptions) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.tracerWith((tracer) => tracer === defaultTracer ? self : Effect.withSpan(self, name, options))
+
+/**
+ * The current span, kept to parent work that starts later inside another span: a step's tool calls
+ * start while the model call's span is open but belong to the run. Identity when spans are not
+ * recorded.
+ */
+export const keepParent: Effect.Effect<<A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>> = Effect.tracerWith(
+  (tracer) =>
+    tracer === defaultTracer ? Effect.succeed(identity) : Effect.map(Effect.option(Effect.currentParentSpan), (parent) =>
+      Option.isNone(parent)
+        ? identity
+        : <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withParentSpan(self, parent.value))
+)
 
 /** Adds attributes to the span `tracedWith` made, once they are known (its result, its usage). */
 export type Annotate = (attributes: Record<string, unknown>) => void

@@ -22,7 +22,7 @@ import { requestMessages } from "./Request.js"
 import { finishMessage, type RunState, startAssistantMessage, touch, writePart } from "./RunState.js"
 import { type FinishStep, makeStepProcessor } from "./StepProcessor.js"
 import { checkRepeat, runToolCall, type StepCalls } from "./ToolCall.js"
-import { tracedWith } from "../runtime/Tracing.js"
+import { keepParent, tracedWith } from "../runtime/Tracing.js"
 import * as GenAiSpans from "./GenAiSpans.js"
 
 export interface StepInput {
@@ -119,15 +119,17 @@ const toolRunner = (calls: StepCalls) =>
   Effect.gen(function*() {
     const fibers = yield* FiberSet.make<void, never>()
     const slots = yield* ToolSlots.make(calls.deps.settings.toolConcurrency)
+    // Calls start inside the model call's span; their spans belong to the run's.
+    const underRun = yield* keepParent
     const start = (call: { readonly part: Extract<LiveMessage["parts"][number], { type: "tool" }>; readonly input: unknown }) =>
       Effect.gen(function*() {
         const input = call.part.state.input
         if (!(yield* checkRepeat(calls, call.part, input))) return false
         yield* writePart(calls.deps, calls.state, calls.message, call.part)
         // A queued call's time starts when it gets its slot.
-        yield* FiberSet.run(fibers, slots.run(Effect.suspend(() =>
+        yield* FiberSet.run(fibers, underRun(slots.run(Effect.suspend(() =>
           runToolCall(calls, { ...call.part, state: { status: "running", input, time: { start: Date.now() } } }, call.input)
-        )))
+        ))))
         return true
       })
     /** Every call the model made finishes (or fails) before the step ends; one that died fails the step. */
