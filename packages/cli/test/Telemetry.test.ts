@@ -1,8 +1,7 @@
-import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
+import { MockOpenAIServer, OtlpReceiver, ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { agent, events, project, serve } from "./AgentProcess.js"
-import * as OtlpReceiver from "./OtlpReceiver.js"
 
 const { text, toolCall } = ScriptedModel
 

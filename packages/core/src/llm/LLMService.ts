@@ -440,13 +440,8 @@ const openStep = (joinedSystem: (parts: ReadonlyArray<string>) => string) => (re
           case "finish": {
             finished = true
             const usage = toTokenUsage(sdkUsage(part.usage))
-            return {
-              type: "finish-step",
-              finishReason: part.finishReason.unified,
-              usage,
-              cost: costOf(info, usage),
-              ...(responseModel ? { responseModel } : {})
-            }
+            const model = responseModel ? { responseModel } : {}
+            return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage), ...model }
           }
           case "response-metadata":
             responseModel = part.modelId ?? responseModel
