@@ -34,6 +34,18 @@ describe("the bundled CLI", () => {
     expect(inputs.filter((file) => /@ai-sdk|node_modules\/ai\/|@modelcontextprotocol/.test(file))).toEqual([])
   })
 
+  it("agent run and agent serve load OpenTelemetry only through the export's own chunk, imported when an endpoint is set", () => {
+    const otel = /@opentelemetry|@effect\/opentelemetry|protobufjs/
+    for (const command of ["Run", "Serve"]) {
+      const inputs = loadedWith(command)
+      expect(inputs.some((file) => file.includes("packages/core/dist/runtime/Tracing.js")), command).toBe(true)
+      expect(inputs.filter((file) => otel.test(file) || file.includes("OtelExport")), command).toEqual([])
+    }
+    const exportChunk = loadedWith("OtelExport")
+    expect(exportChunk.some((file) => file.includes("node_modules/@effect/opentelemetry/"))).toBe(true)
+    expect(exportChunk.some((file) => file.includes("node_modules/@opentelemetry/sdk-trace-base/"))).toBe(true)
+  })
+
   it("keeps every chunk in Latin-1, so V8 holds its source at one byte per character", () => {
     const dir = fileURLToPath(new URL("../dist/bundle/", import.meta.url))
     const chunks = fs.readdirSync(dir).filter((file) => file.endsWith(".js"))

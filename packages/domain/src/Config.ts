@@ -211,6 +211,12 @@ export const ExperimentalIgnoredKeys: ReadonlySet<string> = new Set([
   "policies"
 ])
 
+/** What the OpenTelemetry export may carry (docs/telemetry.md; the export itself is set by `OTEL_*` variables). */
+export const TelemetryConfig = Schema.Struct({
+  /** Put prompt, system, output text and tool arguments and results on the spans (default false). */
+  log_content: Schema.optional(Schema.Boolean)
+})
+
 /**
  * Limits of the snapshot store behind undo and session diffs (this runtime's addition; OpenCode
  * only has the `snapshot` switch).
@@ -310,7 +316,9 @@ export const Config = Schema.Struct({
   /** The OS sandbox of the processes the agent starts (docs/sandbox.md). */
   sandbox: Schema.optional(SandboxConfig),
   /** Where the store lives (docs/storage.md): `url` a PostgreSQL URL; unset, the SQLite file. `AGENT_DATABASE_URL` wins. */
-  database: Schema.optional(Schema.Struct({ url: Schema.optional(Schema.String) }))
+  database: Schema.optional(Schema.Struct({ url: Schema.optional(Schema.String) })),
+  /** What exported spans may carry (docs/telemetry.md). */
+  telemetry: Schema.optional(TelemetryConfig)
 })
 export type Config = typeof Config.Type
 

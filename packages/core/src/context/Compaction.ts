@@ -6,6 +6,7 @@ import * as Identifier from "../runtime/Identifier.js"
 import * as Prompts from "../runtime/Prompts.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
+import * as Telemetry from "../runtime/Telemetry.js"
 import { ConfigService } from "../config/ConfigService.js"
 import { InstructionLoader } from "./InstructionLoader.js"
 import { type LiveMessage, ModelMessageCache } from "../llm/MessageConversion.js"
@@ -236,6 +237,7 @@ function make() {
     const llm = yield* LLMService
     const store = yield* SessionStore
     const bus = yield* Bus
+    const telemetry = yield* Telemetry.recorder
     const agents = yield* AgentRegistry
     const instance = yield* Instance
     const instructions = yield* InstructionLoader
@@ -323,6 +325,7 @@ function make() {
         type: "session.compacted",
         properties: { sessionID: input.sessionID, tokensBefore, tokensAfter, auto: input.auto }
       })
+      telemetry?.compaction(input.auto)
       return { user, summary, tail, tokensBefore, tokensAfter }
     })
 

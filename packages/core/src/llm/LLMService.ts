@@ -55,6 +55,8 @@ export type LLMEvent =
     readonly finishReason: FinishReason
     readonly usage: TokenUsage
     readonly cost: number
+    /** The model that answered, when the provider named it (a span attribute). */
+    readonly responseModel?: string
   }
 
 /** A failed model call, classified for the retry and compaction logic. */
@@ -377,6 +379,7 @@ const openStep = (joinedSystem: (parts: ReadonlyArray<string>) => string) => (re
       let waiting: ((effect: Effect.Effect<ReadonlyArray<LLMEvent> | undefined, ProviderError>) => void) | undefined
       // Events read from this response so far (named in the error when it is cut off).
       let received = 0
+      let responseModel: string | undefined
       // A stream cut off by our own abort ends as an interruption, not as a provider error.
       const failWith = (error: unknown) =>
         controller.signal.aborted && !finished
@@ -437,8 +440,12 @@ const openStep = (joinedSystem: (parts: ReadonlyArray<string>) => string) => (re
           case "finish": {
             finished = true
             const usage = toTokenUsage(sdkUsage(part.usage))
-            return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage) }
+            const model = responseModel ? { responseModel } : {}
+            return { type: "finish-step", finishReason: part.finishReason.unified, usage, cost: costOf(info, usage), ...model }
           }
+          case "response-metadata":
+            responseModel = part.modelId ?? responseModel
+            return undefined
           default:
             return undefined
         }

@@ -17,6 +17,8 @@ import * as Identifier from "../runtime/Identifier.js"
 import * as Wildcard from "../runtime/Wildcard.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
+import * as Telemetry from "../runtime/Telemetry.js"
+import type { TelemetryRecorder } from "../runtime/Telemetry.js"
 import * as Permission from "./Permission.js"
 import { decide } from "./PermissionDecision.js"
 import { PermissionPolicy } from "./PermissionPolicy.js"
@@ -91,7 +93,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
         const pending = new Map<string, Pending>()
 
         const relevantRules = relevantRulesOf(policy)
-        const audit = auditOf(policy)
+        const audit = auditOf(policy, yield* Telemetry.recorder)
 
         const publishReplied = (request: PermissionRequest, reply: PermissionReply) =>
           bus.publish({ type: "permission.replied", properties: { sessionID: request.sessionID, requestID: request.id, reply } })
@@ -237,15 +239,19 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
 const relevantRulesOf = (policy: PermissionPolicy["Type"]) => (permission: string, ruleset: PermissionRuleset) =>
   Permission.merge(ruleset, policy.rules).filter((rule) => Wildcard.match(permission, rule.permission))
 
-/** Reports an outcome to the policy's audit hook; a failing hook is logged, never fails the ask. */
-const auditOf = (policy: PermissionPolicy["Type"]) =>
+/**
+ * Reports an outcome to the policy's audit hook (a failing hook is logged, never fails the ask) and,
+ * when exported, counts it as a decision (`ask` is not one: its answer is).
+ */
+const auditOf = (policy: PermissionPolicy["Type"], telemetry: TelemetryRecorder | undefined) =>
 (
   request: Pick<PermissionRequest, "sessionID" | "permission" | "patterns">,
   outcome: Parameters<PermissionPolicy["Type"]["audit"]>[0]["outcome"],
   extra: { rule?: PermissionRule; requestID?: string } = {}
 ) =>
-  policy
-    .audit({
+  Effect.suspend(() => {
+    if (telemetry && outcome !== "ask") telemetry.permissionDecision(request.permission, outcome)
+    return policy.audit({
       sessionID: request.sessionID,
       permission: request.permission,
       patterns: request.patterns,
@@ -253,4 +259,4 @@ const auditOf = (policy: PermissionPolicy["Type"]) =>
       time: Date.now(),
       ...extra
     })
-    .pipe(Effect.catchAllCause((cause) => Effect.logError("permission audit hook failed", cause)))
+  }).pipe(Effect.catchAllCause((cause) => Effect.logError("permission audit hook failed", cause)))

@@ -1,12 +1,15 @@
-import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
+import { Cause, Context, Effect, Exit, identity, Layer, Option, Tracer } from "effect"
 import { Instance } from "./Instance.js"
+import * as OtlpSettings from "./OtlpSettings.js"
 
 /**
  * Spans of a runtime: every service method is `Effect.fn("Service.method")`, and the model call,
  * each tool execution and each permission wait are spans with the session, agent, tool and model
- * as attributes. Nothing exports them yet: `AGENT_TRACE=1` prints each finished span on stderr,
- * and tests collect them (`TestTracer` in the testing package). Without either, Effect's own
- * tracer runs and nothing here costs anything.
+ * as attributes (the run, the model call and the tool calls follow the OpenTelemetry GenAI
+ * conventions: `invoke_agent`, `chat`, `execute_tool`). `OTEL_EXPORTER_OTLP_ENDPOINT` exports them
+ * (OtelExport.ts), `AGENT_TRACE=1` prints each finished span on stderr, and tests collect them
+ * (`TestTracer` in the testing package). Without any, Effect's own tracer runs and nothing here
+ * costs anything.
  */
 
 /** A span once it has ended, as printed or collected. */
@@ -100,13 +103,32 @@ export const layerStderr: Layer.Layer<never> = Layer.setTracer(
   recordingTracer((span) => void process.stderr.write(`${formatSpan(span)}\n`))
 )
 
-/** The runtime's tracing: `AGENT_TRACE=1` in the instance's environment prints spans, else Effect's default. */
+/**
+ * The runtime's tracing: with `OTEL_EXPORTER_OTLP_ENDPOINT` (or its traces/metrics variants) in the
+ * instance's environment, spans and metrics are exported over OTLP/HTTP (`OtelExport.ts`, imported
+ * only then: nothing of OpenTelemetry is loaded otherwise); else `AGENT_TRACE=1` prints spans; else
+ * Effect's default tracer.
+ */
 export const layer: Layer.Layer<never, never, Instance> = Layer.unwrapEffect(
-  Effect.map(Instance, (instance) => instance.env.AGENT_TRACE === "1" ? layerStderr : Layer.empty)
+  Effect.map(Instance, (instance) => {
+    const otlp = OtlpSettings.fromEnv(instance.env)
+    const local = instance.env.AGENT_TRACE === "1" ? layerStderr : Layer.empty
+    if (otlp._tag === "Off") return local
+    if (otlp._tag === "Invalid") return Layer.merge(local, Layer.effectDiscard(Effect.logWarning(`OpenTelemetry export is off: ${otlp.problem}`)))
+    return Layer.unwrapScoped(Effect.map(
+      Effect.promise(() => import("./OtelExport.js")),
+      (otel) => otel.layer(otlp.settings)
+    ))
+  })
 )
 
 /** Effect's own tracer, the one a runtime has when nothing records spans. */
 const defaultTracer = Effect.runSync(Effect.tracer)
+
+export interface TracedOptions {
+  readonly attributes: Record<string, unknown>
+  readonly kind?: Tracer.SpanKind
+}
 
 /**
  * A span around `self` when this runtime's spans go somewhere (`AGENT_TRACE=1`, a test's collector,
@@ -114,6 +136,57 @@ const defaultTracer = Effect.runSync(Effect.tracer)
  * default tracer they are left out: there, these three spans cost 2.5 ms of server CPU per step
  * (bench:server busy, 12.0 ms a step without them, 14.6–16.0 ms with; docs/performance.md, 2026-11-26).
  */
-export const traced = (name: string, options: { readonly attributes: Record<string, unknown> }) =>
+export const traced = (name: string, options: TracedOptions) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.tracerWith((tracer) => tracer === defaultTracer ? self : Effect.withSpan(self, name, options))
+
+/**
+ * The current span, kept to parent work that starts later inside another span: a step's tool calls
+ * start while the model call's span is open but belong to the run. Identity when spans are not
+ * recorded.
+ */
+export const keepParent: Effect.Effect<<A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>> = Effect.tracerWith(
+  (tracer) =>
+    tracer === defaultTracer ? Effect.succeed(identity) : Effect.map(Effect.option(Effect.currentParentSpan), (parent) =>
+      Option.isNone(parent)
+        ? identity
+        : <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withParentSpan(self, parent.value))
+)
+
+/** Adds attributes to the span `tracedWith` made, once they are known (its result, its usage). */
+export type Annotate = (attributes: Record<string, unknown>) => void
+
+/** What a failure is called in `error.type`: its tag, else `_OTHER` (the GenAI conventions' fallback). */
+const errorType = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isNone(failure)) return "_OTHER"
+  const error = failure.value
+  return typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string" ? error._tag : "_OTHER"
+}
+
+/**
+ * `traced` for a body that annotates its span as it ends (`annotate` is undefined when no span is
+ * made, so the body does no work for it then); the options are made only for a span. A failure
+ * sets `error.type`.
+ */
+export const tracedWith = <A, E, R>(
+  name: string,
+  options: () => TracedOptions,
+  body: (annotate: Annotate | undefined) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.tracerWith((tracer) => {
+    if (tracer === defaultTracer) return body(undefined)
+    return Effect.useSpan(name, options(), (span) => {
+      const annotate: Annotate = (attributes) => {
+        for (const key in attributes) if (attributes[key] !== undefined) span.attribute(key, attributes[key])
+      }
+      return body(annotate).pipe(
+        Effect.onExit((exit) =>
+          Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
+            ? Effect.sync(() => span.attribute("error.type", errorType(exit.cause)))
+            : Effect.void
+        ),
+        Effect.withParentSpan(span)
+      )
+    })
+  })

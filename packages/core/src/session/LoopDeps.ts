@@ -39,6 +39,8 @@ export interface LoopSettings {
   readonly subagentDepth: number
   /** `experimental.primary_tools`: tools subagents do not get. */
   readonly primaryTools: ReadonlyArray<string>
+  /** `telemetry.log_content`: prompt and output text go on the spans. */
+  readonly logContent: boolean
 }
 
 export interface LoopDeps {
@@ -109,7 +111,8 @@ export const makeLoopDeps = Effect.gen(function*() {
       toolConcurrency: config.tool_concurrency ?? DEFAULT_TOOL_CONCURRENCY,
       continueOnDeny: config.experimental?.continue_loop_on_deny === true,
       subagentDepth: config.subagent_depth ?? 1,
-      primaryTools: config.experimental?.primary_tools ?? []
+      primaryTools: config.experimental?.primary_tools ?? [],
+      logContent: config.telemetry?.log_content === true
     },
     statuses,
     setStatus,

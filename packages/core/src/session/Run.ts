@@ -14,6 +14,8 @@ import { finishMessage, makeRunState, type RunState, takeIncoming, touch, writeP
 import { processStep } from "./Step.js"
 import { type LoopControl, runPendingSubtask } from "./Subagent.js"
 import { generateTitle } from "./Titles.js"
+import { tracedWith } from "../runtime/Tracing.js"
+import * as GenAiSpans from "./GenAiSpans.js"
 import type { CreateUserMessage } from "./UserMessages.js"
 
 /** What the run shares with its runner: the prompt's options, messages sent meanwhile, why it was stopped. */
@@ -182,6 +184,40 @@ export const run = (env: RunEnv, sessionID: SessionID, request: RunRequest) =>
     const session = yield* deps.store.get(sessionID)
     const history = (yield* deps.store.history(sessionID)).map((message) => ({ info: message.info, parts: [...message.parts] }))
     const state = makeRunState({ session, options: request.options, incoming: request.incoming, history, stepFiles: deps.snapshots.steps(), toolFibers: yield* FiberSet.make<void, never>() })
+    const user = Decisions.latestUser(state.history)
+    const agent = user?.info.agent ?? "build"
+    const logContent = deps.settings.logContent
+    return yield* tracedWith(
+      GenAiSpans.runSpanName(agent),
+      () => ({
+        kind: "internal",
+        attributes: GenAiSpans.runAttributes(
+          { sessionID, agent, providerID: user?.info.model.providerID ?? "", modelID: user?.info.model.modelID ?? "" },
+          user?.parts,
+          logContent
+        )
+      }),
+      (annotate) => {
+        const body = runSteps(env, state, request)
+        return annotate
+          ? Effect.tap(body, (outcome) =>
+            annotate(GenAiSpans.runResultAttributes({
+              reason: outcome.reason,
+              steps: outcome.usage.steps,
+              cost: outcome.usage.cost,
+              answer: outcome.message?.parts,
+              error: outcome.error?.name
+            }, logContent)))
+          : body
+      }
+    )
+  })
+
+/** The run's steps over its state, its clean-up when stopped, and what is done once it is over. */
+const runSteps = (env: RunEnv, state: RunState, request: RunRequest) =>
+  Effect.gen(function*() {
+    const { deps } = env
+    const sessionID = state.sessionID
     const limits = Effect.flatMap(deps.resolveAgent(Decisions.latestUser(state.history)?.info.agent), (agent) => guards(state, agent))
     const body: Effect.Effect<Ending, LoopError | StopRun> = request.options.compactOnly ? compactOnly(env, state) : steps(env, state)
     const outcome = yield* body.pipe(

@@ -1,6 +1,6 @@
 // One step of a run: the request (tools offered, system prompt, history), one model call folded by
 // the step processor, the tool calls it made, the step's files; retried when the provider asks.
-import type { Agent, AssistantMessage, PartID, PermissionRuleset, UserMessage } from "@agent/domain"
+import type { Agent, AssistantMessage, Part, PartID, PermissionRuleset, UserMessage } from "@agent/domain"
 import type { ModelMessage } from "ai"
 import { Cause, Deferred, Duration, Effect, Exit, FiberSet, Option } from "effect"
 import * as SystemPrompt from "../context/SystemPrompt.js"
@@ -20,9 +20,10 @@ import { type Ending, errorOf, totalTokens } from "./LoopTypes.js"
 import { offeredTools } from "./OfferedTools.js"
 import { requestMessages } from "./Request.js"
 import { finishMessage, type RunState, startAssistantMessage, touch, writePart } from "./RunState.js"
-import { makeStepProcessor } from "./StepProcessor.js"
+import { type FinishStep, makeStepProcessor } from "./StepProcessor.js"
 import { checkRepeat, runToolCall, type StepCalls } from "./ToolCall.js"
-import { traced } from "../runtime/Tracing.js"
+import { keepParent, tracedWith } from "../runtime/Tracing.js"
+import * as GenAiSpans from "./GenAiSpans.js"
 
 export interface StepInput {
   readonly agent: Agent
@@ -53,17 +54,30 @@ const foldModelAnswer = (
   deps: LoopDeps,
   request: LLMRequest,
   fold: (event: LLMEvent) => Effect.Effect<void>,
-  span: { readonly sessionID: string; readonly agent: string }
-) =>
-  deps.llm.call(request, fold).pipe(
-    traced("SessionLoop.model", {
-      attributes: {
-        "session.id": span.sessionID,
-        "agent": span.agent,
-        "model": `${request.model.info.providerID}/${request.model.info.modelID}`
-      }
-    })
+  span: {
+    readonly sessionID: string
+    readonly agent: string
+    /** The answer so far, read when the span ends. */
+    readonly finish: () => FinishStep | undefined
+    readonly answer: () => ReadonlyArray<Part>
+  }
+) => {
+  const logContent = deps.settings.logContent
+  const { providerID, modelID } = request.model.info
+  return tracedWith(
+    GenAiSpans.chatSpanName(modelID),
+    () => ({
+      kind: "client",
+      attributes: GenAiSpans.chatAttributes({ sessionID: span.sessionID, agent: span.agent, providerID, modelID }, request, logContent)
+    }),
+    (annotate) => {
+      const call = deps.llm.call(request, fold)
+      return annotate
+        ? Effect.ensuring(call, Effect.sync(() => annotate(GenAiSpans.chatResultAttributes(span.finish(), span.answer(), logContent))))
+        : call
+    }
   )
+}
 
 /** The files before the step; `record` takes what the step changed (once). */
 const stepFiles = (deps: LoopDeps, state: RunState, message: LiveMessage, tools: ReadonlyArray<Tool.Tool>) =>
@@ -119,15 +133,17 @@ const toolRunner = (calls: StepCalls) =>
   Effect.gen(function*() {
     const fibers = calls.state.toolFibers
     const slots = yield* ToolSlots.make(calls.deps.settings.toolConcurrency)
+    // Calls start inside the model call's span; their spans belong to the run's.
+    const underRun = yield* keepParent
     const start = (call: { readonly part: Extract<LiveMessage["parts"][number], { type: "tool" }>; readonly input: unknown }) =>
       Effect.gen(function*() {
         const input = call.part.state.input
         if (!(yield* checkRepeat(calls, call.part, input))) return false
         yield* writePart(calls.deps, calls.state, calls.message, call.part)
         // A queued call's time starts when it gets its slot.
-        yield* FiberSet.run(fibers, slots.run(Effect.suspend(() =>
+        yield* FiberSet.run(fibers, underRun(slots.run(Effect.suspend(() =>
           runToolCall(calls, { ...call.part, state: { status: "running", input, time: { start: Date.now() } } }, call.input)
-        )))
+        ))))
         return true
       })
     /** Every call the model made finishes (or fails) before the step ends; one that died fails the step (and the run). */
@@ -238,7 +254,12 @@ const attemptBody = (
       options: ProviderOptions.callOptions({ model, agent, variant: info.variant }),
       ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
       ...(agent.topP !== undefined ? { topP: agent.topP } : {})
-    }, processor.fold, { sessionID: state.sessionID, agent: agent.name })
+    }, processor.fold, {
+      sessionID: state.sessionID,
+      agent: agent.name,
+      finish: () => processor.state.finish,
+      answer: () => message.parts
+    })
     yield* tools.awaitAll
     const after = yield* files.record
     yield* closeStep(deps, state, message, processor.state.finish, after)

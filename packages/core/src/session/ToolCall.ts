@@ -10,7 +10,8 @@ import * as Tool from "../tool/Tool.js"
 import { DOOM_LOOP_THRESHOLD, isDoomLoop, previousToolCalls } from "./Decisions.js"
 import type { LoopDeps } from "./LoopDeps.js"
 import { type RunState, touch, writePart } from "./RunState.js"
-import { traced } from "../runtime/Tracing.js"
+import { tracedWith } from "../runtime/Tracing.js"
+import * as GenAiSpans from "./GenAiSpans.js"
 
 export type AskRequest = Parameters<Tool.ToolContext["ask"]>[0]
 export type AskError = Effect.Effect.Error<ReturnType<Tool.ToolContext["ask"]>>
@@ -137,8 +138,8 @@ export const resolveTool = (step: StepCalls, name: string) =>
   })
 
 /** Decodes the arguments, lets the interceptors see them, and runs the tool, as a span. */
-export const execute = (step: StepCalls, tool: Tool.Tool, call: ToolCallInfo, input: unknown, context: Tool.ToolContext) =>
-  Tool.decodeInput(tool, input).pipe(
+export const execute = (step: StepCalls, tool: Tool.Tool, call: ToolCallInfo, input: unknown, context: Tool.ToolContext) => {
+  const run = Tool.decodeInput(tool, input).pipe(
     Effect.flatMap((params) =>
       step.interceptors.reduce<Effect.Effect<unknown, Tool.ToolFailure>>(
         (decoded, interceptor) => interceptor.before ? Effect.flatMap(decoded, (value) => interceptor.before!(call, value)) : decoded,
@@ -151,11 +152,18 @@ export const execute = (step: StepCalls, tool: Tool.Tool, call: ToolCallInfo, in
         (done, interceptor) => interceptor.after ? Effect.flatMap(done, (value) => interceptor.after!(call, value)) : done,
         Effect.succeed(result)
       )
-    ),
-    traced("SessionLoop.tool", {
-      attributes: { "session.id": call.sessionID, "agent": call.agent.name, "tool.name": call.tool, "tool.call_id": call.callID }
-    })
+    )
   )
+  const logContent = step.deps.settings.logContent
+  return tracedWith(
+    GenAiSpans.toolSpanName(call.tool),
+    () => ({
+      kind: "internal",
+      attributes: GenAiSpans.toolAttributes({ sessionID: call.sessionID, agent: call.agent.name, tool: call.tool, callID: call.callID, input }, logContent)
+    }),
+    (annotate) => annotate ? Effect.tap(run, (result) => annotate(GenAiSpans.toolResultAttributes(result.output, logContent))) : run
+  )
+}
 
 /** Output past the limits is cut (kept in a file the model may read, or a subagent may search). */
 export const truncateOutput = (step: StepCalls, result: Tool.ToolResult) =>
