@@ -54,6 +54,11 @@ export interface ReplyInput {
   readonly reply: PermissionReply
   /** With `reject`: feedback for the model, which then continues instead of stopping. */
   readonly message?: string
+  /**
+   * With `reject`: also deny the ask's `always` patterns from now on in this project (a stored
+   * deny, kept where "always" approvals are), as an editor's "reject always" asks.
+   */
+  readonly remember?: boolean
 }
 
 export type AskError = DeniedError | RejectedError | CorrectedError
@@ -163,6 +168,16 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           const { request } = entry
 
           if (input.reply === "reject") {
+            if (input.remember === true && request.always.length > 0) {
+              const denied: PermissionRuleset = request.always.map((pattern) => ({
+                permission: request.permission,
+                pattern,
+                action: "deny",
+                source: { layer: "approval", note: `always rejected in session ${request.sessionID}` }
+              }))
+              yield* Ref.update(approved, (rules) => [...rules, ...denied])
+              yield* store.add(instance.projectID, denied)
+            }
             const feedback = input.message?.trim()
             yield* audit(request, feedback ? "corrected" : "reject", { requestID: request.id })
             yield* settle(
