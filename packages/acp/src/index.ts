@@ -1,0 +1,3 @@
+export * from "./AcpAgent.js"
+export * from "./AcpRuntimes.js"
+export * as AcpTranslate from "./AcpTranslate.js"
