@@ -15,7 +15,7 @@ export const mockConfig = (url: string, titlesUrl: string, extra: object = {}) =
   model: "mock/model-a",
   small_model: "titles/small",
   provider: {
-    mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": {}, "model-b": {} } },
+    mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": { limit: { context: 64000, output: 4000 } }, "model-b": {} } },
     titles: { npm: "@ai-sdk/openai-compatible", options: { baseURL: titlesUrl }, models: { small: {} } }
   },
   ...extra
