@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type * as Acp from "@agentclientprotocol/sdk"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import { choose, editor, type Editor, initialize, project } from "./AcpClient.js"
+import { choose, editor, type Editor, initialize, project, textOf } from "./AcpClient.js"
 
 const { text, toolCall } = ScriptedModel
 
@@ -13,8 +13,7 @@ const newSession = (client: Editor, cwd: string) =>
 const prompt = (client: Editor, sessionId: string, words: string) =>
   Effect.promise(() => client.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: words }] }))
 
-const texts = (updates: ReadonlyArray<Acp.SessionUpdate>) =>
-  updates.map((update) => ("content" in update && !Array.isArray(update.content) && update.content.type === "text" ? update.content.text : "")).join("")
+const texts = textOf
 
 const toolUpdates = (client: Editor, sessionId: string) =>
   client.of(sessionId).filter((update): update is Extract<Acp.SessionUpdate, { toolCallId: string }> => "toolCallId" in update)

@@ -150,3 +150,11 @@ export const until = (check: () => boolean, what: string, timeout = 20_000) =>
       poll()
     })
   )
+
+/** The text an update carries (chunks), joined. */
+export const textOf = (updates: ReadonlyArray<Acp.SessionUpdate>) =>
+  updates.map((update) => {
+    if (!("content" in update) || update.content === null || update.content === undefined || Array.isArray(update.content)) return ""
+    const content = update.content as Acp.ContentBlock
+    return content.type === "text" ? content.text : ""
+  }).join("")

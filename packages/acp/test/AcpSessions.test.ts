@@ -4,7 +4,7 @@ import * as Acp from "@agentclientprotocol/sdk"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { bin, editor, type Editor, failure, initialize, project, until } from "./AcpClient.js"
+import { bin, editor, type Editor, failure, initialize, project, textOf, until } from "./AcpClient.js"
 
 const { text, toolCall } = ScriptedModel
 
@@ -14,8 +14,7 @@ const mcpFixture = fileURLToPath(new URL("../../core/test/mcp/fixtures/server.mj
 const newSession = (client: Editor, cwd: string, mcpServers: Array<Acp.McpServer> = []) =>
   Effect.promise(() => client.agent.request("session/new", { cwd, mcpServers }))
 
-const chunks = (client: Editor, sessionId: string, kind: Acp.SessionUpdate["sessionUpdate"]) =>
-  client.of(sessionId, kind).map((update) => ("content" in update && !Array.isArray(update.content) && update.content.type === "text" ? update.content.text : "")).join("")
+const chunks = (client: Editor, sessionId: string, kind: Acp.SessionUpdate["sessionUpdate"]) => textOf(client.of(sessionId, kind))
 
 /** The CLI itself, run in the project (`agent session list`, `agent session show`). */
 const cli = (cwd: string, env: Record<string, string | undefined>, args: ReadonlyArray<string>) =>
