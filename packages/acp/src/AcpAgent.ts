@@ -5,22 +5,11 @@ import { Bus, ConfigService, Instance, providerCatalog, VERSION } from "@agent/c
 import type { BusEvent, ConfigError, SessionID } from "@agent/domain"
 import * as Acp from "@agentclientprotocol/sdk"
 import { Cause, Context, Deferred, Effect, Exit, Layer, Option, Runtime, type Scope, Stream } from "effect"
-import { type AcpRuntime, type AcpRuntimesOptions, makeAcpRuntimes } from "./AcpRuntimes.js"
+import type { AcpOptions, ClientFeatures } from "./AcpOptions.js"
+import { type AcpRuntime, makeAcpRuntimes } from "./AcpRuntimes.js"
 import { type AcpPeer, type AcpSession, askEditor, cancelTurn, runTurn, sessionOf, showEvent } from "./AcpSession.js"
-import { type ClientFeatures, makeSessionOps } from "./AcpSessionOps.js"
+import { makeSessionOps } from "./AcpSessionOps.js"
 
-export interface AcpOptions extends AcpRuntimesOptions {
-  /** What the agent reads: the client's messages (stdin). */
-  readonly input: ReadableStream<Uint8Array>
-  /** Where the agent writes: protocol messages only (stdout). */
-  readonly output: WritableStream<Uint8Array>
-  /** Directory for `session/list` without a `cwd` (default: the process's). */
-  readonly directory: string
-  /** The primary agent new sessions start in (default: the configured default agent). */
-  readonly agent?: string
-  /** `provider/model` new sessions use (default: the agent's or config's). */
-  readonly model?: string
-}
 
 /** The connection's state: its sessions (by their id and their subagents' ids) and the client's features. */
 interface Connection {

@@ -6,17 +6,11 @@ import * as Acp from "@agentclientprotocol/sdk"
 import { Context, Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { AcpOptions } from "./AcpAgent.js"
+import type { AcpOptions, ClientFeatures } from "./AcpOptions.js"
 import type { AcpRuntime, AcpRuntimes } from "./AcpRuntimes.js"
 import { type AcpPeer, type AcpSession, makeSession, modesOf } from "./AcpSession.js"
 import { replayOf } from "./AcpTranslate.js"
 
-/** What the client offered at `initialize`. */
-export interface ClientFeatures {
-  readonly readTextFile: boolean
-  readonly writeTextFile: boolean
-  readonly terminal: boolean
-}
 
 export interface SessionOpsDeps {
   readonly options: AcpOptions
@@ -168,18 +162,6 @@ export const makeSessionOps = (deps: SessionOpsDeps) => {
         yield* announceCommands(session)
         return described satisfies Acp.ResumeSessionResponse
       }),
-    listSessions: (params: Acp.ListSessionsRequest) =>
-      Effect.gen(function*() {
-        const cwd = yield* checkCwd(params.cwd ?? options.directory)
-        const runtime = yield* runtimes.get(cwd, [])
-        const page = yield* Context.get(runtime.context, SessionStore).list({ limit: 100, ...(params.cursor ? { cursor: params.cursor } : {}) })
-        return {
-          sessions: page.items
-            .filter((session) => session.directory === cwd)
-            .map((session) => ({ sessionId: session.id, cwd: session.directory, title: session.title, updatedAt: new Date(session.time.updated).toISOString() })),
-          ...(page.next ? { nextCursor: page.next } : {})
-        } satisfies Acp.ListSessionsResponse
-      }),
     closeSession: (sessionId: string) =>
       Effect.gen(function*() {
         const session = yield* find(sessionId)
@@ -189,42 +171,63 @@ export const makeSessionOps = (deps: SessionOpsDeps) => {
         sessions.delete(sessionId)
         return {}
       }),
-    setMode: (sessionId: string, modeId: string) =>
-      Effect.gen(function*() {
-        const session = yield* find(sessionId)
-        const modes = yield* modesOf(session)
-        if (!modes.availableModes.some((mode) => mode.id === modeId)) {
-          const names = modes.availableModes.map((mode) => mode.id).join(", ")
-          return yield* Effect.fail(Acp.RequestError.invalidParams(undefined, `no such mode: ${modeId} (modes: ${names})`))
-        }
-        session.mode = modeId
-        yield* peer.notify(session.id, { sessionUpdate: "current_mode_update", currentModeId: modeId })
-        return {}
-      }),
-    setConfigOption: (params: Acp.SetSessionConfigOptionRequest) =>
-      Effect.gen(function*() {
-        const session = yield* find(params.sessionId)
-        if (params.configId !== "model") {
-          return yield* Effect.fail(Acp.RequestError.invalidParams(undefined, `no such option: ${params.configId} (options: model)`))
-        }
-        const value = params.value
-        const current = yield* modelOption(session.runtime, session.model)
-        const choices = current.flatMap((option) => (option.options as Array<Acp.SessionConfigSelectOption>).map((choice) => choice.value))
-        if (typeof value !== "string" || !choices.includes(value)) {
-          return yield* Effect.fail(Acp.RequestError.invalidParams(undefined, `model: not a configured, usable model: ${String(value)} (models: ${choices.join(", ")})`))
-        }
-        session.model = value
-        return { configOptions: yield* modelOption(session.runtime, session.model) } satisfies Acp.SetSessionConfigOptionResponse
-      }),
-    authenticate: (methodId: string) =>
-      Effect.gen(function*() {
-        const runtime = yield* runtimes.get(options.directory, [])
-        const config = yield* Context.get(runtime.context, ConfigService).get()
-        const provider = providerCatalog(config, Context.get(runtime.context, Instance).env).find((entry) => entry.id === methodId)
-        if (provider === undefined) return yield* Effect.fail(Acp.RequestError.invalidParams(undefined, `no such auth method: ${methodId}`))
-        if (provider.problem !== undefined) return yield* Effect.fail(Acp.RequestError.authRequired(undefined, `${provider.name}: ${provider.problem}`))
-        return {}
-      }),
-    features: deps.features
+    listSessions: (params: Acp.ListSessionsRequest) => listSessions(deps, params),
+    setMode: (sessionId: string, modeId: string) => Effect.flatMap(find(sessionId), (session) => setMode(peer, session, modeId)),
+    setConfigOption: (params: Acp.SetSessionConfigOptionRequest) => Effect.flatMap(find(params.sessionId), (session) => setConfigOption(session, params)),
+    authenticate: (methodId: string) => authenticate(deps, methodId)
   }
 }
+
+/** `session/list`: the sessions started in `cwd` (else `--dir`), newest first. */
+export const listSessions = (deps: SessionOpsDeps, params: Acp.ListSessionsRequest) =>
+  Effect.gen(function*() {
+    const cwd = yield* checkCwd(params.cwd ?? deps.options.directory)
+    const runtime = yield* deps.runtimes.get(cwd, [])
+    const page = yield* Context.get(runtime.context, SessionStore).list({ limit: 100, ...(params.cursor ? { cursor: params.cursor } : {}) })
+    return {
+      sessions: page.items
+        .filter((session) => session.directory === cwd)
+        .map((session) => ({ sessionId: session.id, cwd: session.directory, title: session.title, updatedAt: new Date(session.time.updated).toISOString() })),
+      ...(page.next ? { nextCursor: page.next } : {})
+    } satisfies Acp.ListSessionsResponse
+  })
+
+/** `session/set_mode`: the primary agent the next prompt runs. */
+export const setMode = (peer: AcpPeer, session: AcpSession, modeId: string) =>
+  Effect.gen(function*() {
+    const modes = yield* modesOf(session)
+    if (!modes.availableModes.some((mode) => mode.id === modeId)) {
+      const names = modes.availableModes.map((mode) => mode.id).join(", ")
+      return yield* Effect.fail(Acp.RequestError.invalidParams(undefined, `no such mode: ${modeId} (modes: ${names})`))
+    }
+    session.mode = modeId
+    yield* peer.notify(session.id, { sessionUpdate: "current_mode_update", currentModeId: modeId })
+    return {}
+  })
+
+/** `session/set_config_option`: the model (the one option). */
+export const setConfigOption = (session: AcpSession, params: Acp.SetSessionConfigOptionRequest) =>
+  Effect.gen(function*() {
+    if (params.configId !== "model") {
+      return yield* Effect.fail(Acp.RequestError.invalidParams(undefined, `no such option: ${params.configId} (options: model)`))
+    }
+    const value = params.value
+    const current = yield* modelOption(session.runtime, session.model)
+    const choices = current.flatMap((option) => (option.options as Array<Acp.SessionConfigSelectOption>).map((choice) => choice.value))
+    if (typeof value !== "string" || !choices.includes(value)) {
+      return yield* Effect.fail(Acp.RequestError.invalidParams(undefined, `model: not a configured, usable model: ${String(value)} (models: ${choices.join(", ")})`))
+    }
+    session.model = value
+    return { configOptions: yield* modelOption(session.runtime, session.model) } satisfies Acp.SetSessionConfigOptionResponse
+  })
+
+/** `authenticate`: the provider's key is there, or an error naming what to set. */
+export const authenticate = (deps: SessionOpsDeps, methodId: string) =>
+  Effect.gen(function*() {
+    const runtime = yield* deps.runtimes.get(deps.options.directory, [])
+    const config = yield* Context.get(runtime.context, ConfigService).get()
+    const provider = providerCatalog(config, Context.get(runtime.context, Instance).env).find((entry) => entry.id === methodId)
+    if (provider === undefined) return yield* Effect.fail(Acp.RequestError.invalidParams(undefined, `no such auth method: ${methodId}`))
+    if (provider.problem !== undefined) return yield* Effect.fail(Acp.RequestError.authRequired(undefined, `${provider.name}: ${provider.problem}`))
+    return {}
+  })

@@ -169,12 +169,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
 
           if (input.reply === "reject") {
             if (input.remember === true && request.always.length > 0) {
-              const denied: PermissionRuleset = request.always.map((pattern) => ({
-                permission: request.permission,
-                pattern,
-                action: "deny",
-                source: { layer: "approval", note: `always rejected in session ${request.sessionID}` }
-              }))
+              const denied = storedRules(request, "deny")
               yield* Ref.update(approved, (rules) => [...rules, ...denied])
               yield* store.add(instance.projectID, denied)
             }
@@ -201,12 +196,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           }
 
           if (input.reply === "always" && request.always.length > 0) {
-            const added: PermissionRuleset = request.always.map((pattern) => ({
-              permission: request.permission,
-              pattern,
-              action: "allow",
-              source: { layer: "approval", note: `always allowed in session ${request.sessionID}` }
-            }))
+            const added = storedRules(request, "allow")
             const approvals = yield* Ref.updateAndGet(approved, (rules) => [...rules, ...added])
             yield* store.add(instance.projectID, added)
             yield* audit(request, "always", { requestID: request.id })
@@ -247,6 +237,15 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
       })
     )
 }
+
+/** What "always" (allow) or "reject always" (deny) stores for a request: a rule per `always` pattern. */
+const storedRules = (request: PermissionRequest, action: "allow" | "deny"): PermissionRuleset =>
+  request.always.map((pattern) => ({
+    permission: request.permission,
+    pattern,
+    action,
+    source: { layer: "approval", note: `always ${action === "allow" ? "allowed" : "rejected"} in session ${request.sessionID}` }
+  }))
 
 /** The rules in force for `permission` (the caller's, then the policy's), as a denial explains them. */
 const relevantRulesOf = (policy: PermissionPolicy["Type"]) => (permission: string, ruleset: PermissionRuleset) =>
