@@ -1,7 +1,7 @@
 // `agent acp`: the runtime as an Agent Client Protocol agent on a pair of byte streams (the
 // process's stdio). Built on the SDK's v1-stable app API; the bus events of each runtime are
 // turned into `session/update`s in this process, by one pump per runtime.
-import { Bus, ConfigService, Instance, providerCatalog, VERSION } from "@agent/core"
+import { Bus, ConfigService, EditorFiles, type EditorFilesShape, Instance, makeAppLayer, providerCatalog, VERSION } from "@agent/core"
 import type { BusEvent, ConfigError, SessionID } from "@agent/domain"
 import * as Acp from "@agentclientprotocol/sdk"
 import { Cause, Context, Deferred, Effect, Exit, Layer, Option, Runtime, type Scope, Stream } from "effect"
@@ -101,7 +101,36 @@ export const serveAcp = (options: AcpOptions): Effect.Effect<void, never, Scope.
         yield* showEvent(peer, session, event)
       })
 
-    const runtimes = yield* makeAcpRuntimes(options, pump)
+    /** The client's files, when it offered them: the edit and write tools go through the editor. */
+    const editorFiles: EditorFilesShape = {
+      read: (sessionID, file) => {
+        const session = state.sessions.get(sessionID) ?? state.owners.get(sessionID as SessionID)
+        const editor = client
+        if (!state.features.readTextFile || session === undefined || editor === undefined) return Effect.succeed(undefined)
+        return Effect.tryPromise({
+          try: () => editor.request("fs/read_text_file", { sessionId: session.id, path: file }),
+          catch: (error) => (error instanceof Error ? error : new Error(String(error)))
+        }).pipe(Effect.map((response) => response.content))
+      },
+      write: (sessionID, file, content) => {
+        const session = state.sessions.get(sessionID) ?? state.owners.get(sessionID as SessionID)
+        const editor = client
+        if (!state.features.writeTextFile || session === undefined || editor === undefined) return Effect.succeed(false)
+        return Effect.tryPromise({
+          try: () => editor.request("fs/write_text_file", { sessionId: session.id, path: file, content }),
+          catch: (error) => (error instanceof Error ? error : new Error(String(error)))
+        }).pipe(Effect.as(true))
+      }
+    }
+    const appLayer = options.appLayer ?? ((instance: Layer.Layer<Instance>) => makeAppLayer({ instance }))
+    const runtimes = yield* makeAcpRuntimes({
+      ...options,
+      // Runtimes are built after `initialize`: what the client offered is known.
+      appLayer: (instance) =>
+        state.features.readTextFile || state.features.writeTextFile
+          ? appLayer(instance).pipe(Layer.provide(Layer.succeed(EditorFiles, editorFiles)))
+          : appLayer(instance)
+    }, pump)
     const ops = makeSessionOps({ options, runtimes, sessions: state.sessions, peer, features: () => state.features, scope })
 
     const app = Acp.agent({ name: "agent" })
