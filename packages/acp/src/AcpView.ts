@@ -1,7 +1,7 @@
 // What the editor has been shown of a session, as an explicit value, and the bus events that
 // change it turned into ACP `session/update`s. Text reaches the editor once: deltas as they come,
 // and from a part's full text only what no delta carried.
-import type { BusEvent, MessageID, PartID } from "@agent/domain"
+import type { BusEvent, MessageID, PartID, ToolPart } from "@agent/domain"
 import type * as Acp from "@agentclientprotocol/sdk"
 import { planOf, toolCallOf, toolCallUpdateOf } from "./AcpTranslate.js"
 
@@ -10,11 +10,11 @@ export interface ViewState {
   readonly roles: Map<MessageID, "user" | "assistant">
   /** Text and reasoning parts, and how many characters of each were sent. */
   readonly texts: Map<PartID, { readonly kind: "text" | "reasoning"; sent: number }>
-  /** Tool calls already announced with `tool_call` (later states are `tool_call_update`s). */
-  readonly calls: Set<string>
+  /** Tool calls already announced with `tool_call`, with the status last sent (later states are `tool_call_update`s). */
+  readonly calls: Map<string, ToolPart["state"]["status"]>
 }
 
-export const makeView = (): ViewState => ({ roles: new Map(), texts: new Map(), calls: new Set() })
+export const makeView = (): ViewState => ({ roles: new Map(), texts: new Map(), calls: new Map() })
 
 const chunk = (kind: "text" | "reasoning", text: string, messageID: MessageID): Acp.SessionUpdate => ({
   sessionUpdate: kind === "text" ? "agent_message_chunk" : "agent_thought_chunk",
@@ -41,9 +41,12 @@ export const updatesOf = (view: ViewState, event: BusEvent, directory: string): 
         return [chunk(part.type, rest, part.messageID)]
       }
       if (part.type === "tool") {
-        if (view.calls.has(part.callID)) return [toolCallUpdateOf(part, directory)]
-        view.calls.add(part.callID)
-        return [toolCallOf(part, directory)]
+        const sent = view.calls.get(part.callID)
+        view.calls.set(part.callID, part.state.status)
+        if (sent === undefined) return [toolCallOf(part, directory)]
+        // The model still streams the call's arguments: nothing the editor can show yet.
+        if (sent === "pending" && part.state.status === "pending") return []
+        return [toolCallUpdateOf(part, directory)]
       }
       return []
     }
