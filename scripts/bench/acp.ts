@@ -108,7 +108,7 @@ const viaRun = (url: string, calls: Array<ModelCall<true>>) =>
 const viaAcp = (url: string, calls: Array<ModelCall<true>>) =>
   Effect.promise(async () => {
     const { root, project, env } = makeProject(url)
-    const child = spawn(process.execPath, [bin, "acp"], { cwd: project, env, stdio: ["pipe", "pipe", "inherit"] })
+    const child = spawn(process.execPath, [...(process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_ACP_PROF] : []), bin, "acp"], { cwd: project, env, stdio: ["pipe", "pipe", "inherit"] })
     let firstUpdate = 0
     const app = Acp.client({ name: "bench" }).onNotification("session/update", ({ params }) => {
       if (params.update.sessionUpdate !== "available_commands_update") firstUpdate ||= performance.now()
