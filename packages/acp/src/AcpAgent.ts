@@ -101,27 +101,7 @@ export const serveAcp = (options: AcpOptions): Effect.Effect<void, never, Scope.
         yield* showEvent(peer, session, event)
       })
 
-    /** The client's files, when it offered them: the edit and write tools go through the editor. */
-    const editorFiles: EditorFilesShape = {
-      read: (sessionID, file) => {
-        const session = state.sessions.get(sessionID) ?? state.owners.get(sessionID as SessionID)
-        const editor = client
-        if (!state.features.readTextFile || session === undefined || editor === undefined) return Effect.succeed(undefined)
-        return Effect.tryPromise({
-          try: () => editor.request("fs/read_text_file", { sessionId: session.id, path: file }),
-          catch: (error) => (error instanceof Error ? error : new Error(String(error)))
-        }).pipe(Effect.map((response) => response.content))
-      },
-      write: (sessionID, file, content) => {
-        const session = state.sessions.get(sessionID) ?? state.owners.get(sessionID as SessionID)
-        const editor = client
-        if (!state.features.writeTextFile || session === undefined || editor === undefined) return Effect.succeed(false)
-        return Effect.tryPromise({
-          try: () => editor.request("fs/write_text_file", { sessionId: session.id, path: file, content }),
-          catch: (error) => (error instanceof Error ? error : new Error(String(error)))
-        }).pipe(Effect.as(true))
-      }
-    }
+    const editorFiles = clientFiles(state, () => client)
     const appLayer = options.appLayer ?? ((instance: Layer.Layer<Instance>) => makeAppLayer({ instance }))
     const runtimes = yield* makeAcpRuntimes({
       ...options,
@@ -210,3 +190,27 @@ const authMethods = (options: AcpOptions) =>
       description: provider.problem ?? (provider.credentials ? `key from ${provider.credentials}` : "no key needed")
     }))
   })
+
+/** The client's files, when it offered them: the edit and write tools read and write through the editor. */
+const clientFiles = (state: Connection, current: () => Acp.AgentContext | undefined): EditorFilesShape => {
+  const target = (sessionID: string) => state.sessions.get(sessionID) ?? state.owners.get(sessionID as SessionID)
+  const failure = (error: unknown) => (error instanceof Error ? error : new Error(String(error)))
+  return {
+    read: (sessionID, file) => {
+      const session = target(sessionID)
+      const editor = current()
+      if (!state.features.readTextFile || session === undefined || editor === undefined) return Effect.succeed(undefined)
+      return Effect.tryPromise({ try: () => editor.request("fs/read_text_file", { sessionId: session.id, path: file }), catch: failure }).pipe(
+        Effect.map((response) => response.content)
+      )
+    },
+    write: (sessionID, file, content) => {
+      const session = target(sessionID)
+      const editor = current()
+      if (!state.features.writeTextFile || session === undefined || editor === undefined) return Effect.succeed(false)
+      return Effect.tryPromise({ try: () => editor.request("fs/write_text_file", { sessionId: session.id, path: file, content }), catch: failure }).pipe(
+        Effect.as(true)
+      )
+    }
+  }
+}
