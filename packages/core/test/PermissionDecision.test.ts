@@ -14,10 +14,23 @@ describe("decide", () => {
     readonly requiresPerson?: string
     readonly ruleset?: typeof ruleset
     readonly policy?: typeof policy
+    readonly approvals?: typeof approvals
     readonly expected: { _tag: string; pattern?: string; requiresPerson?: string | undefined }
   }> = [
     { name: "an allowed pattern", patterns: ["ls -la"], expected: { _tag: "Allow" } },
     { name: "an approval answers the user's own ask", patterns: ["git status"], expected: { _tag: "Allow" } },
+    {
+      name: "a stored rejection denies the user's own ask",
+      patterns: ["npm publish"],
+      approvals: Permission.fromConfig({ bash: { "git *": "allow", "npm *": "deny" } }),
+      expected: { _tag: "Deny", pattern: "npm publish" }
+    },
+    {
+      name: "a stored rejection does not overrule an allow rule",
+      patterns: ["ls -la"],
+      approvals: Permission.fromConfig({ bash: { "ls *": "deny" } }),
+      expected: { _tag: "Allow" }
+    },
     { name: "no rule allows: ask", patterns: ["make"], expected: { _tag: "Ask", requiresPerson: undefined } },
     { name: "a deny of any pattern is final", patterns: ["make", "rm -rf /"], expected: { _tag: "Deny", pattern: "rm -rf /" } },
     {
@@ -65,7 +78,7 @@ describe("decide", () => {
           ...(testCase.requiresPerson ? { requiresPerson: testCase.requiresPerson } : {})
         },
         testCase.policy ?? policy,
-        approvals
+        testCase.approvals ?? approvals
       )
       expect(decision).toMatchObject(testCase.expected)
     })

@@ -28,7 +28,7 @@ export type Decision =
 
 /**
  * Rules first (the caller's, then the enterprise policy's, which no approval overrides), then the
- * stored "always" approvals. A deny of any pattern is final; an ask the policy insists on, or one
+ * stored "always" approvals and rejections. A deny of any pattern is final; an ask the policy insists on, or one
  * about a pattern the rules cannot read, is for a person only.
  */
 export const decide = (
@@ -60,6 +60,8 @@ export const decide = (
       ? Permission.evaluate(input.permission, pattern, approvals)
       : Permission.evaluateOpaque(input.permission, pattern, approvals)
     if (approval.action === "allow") decidingRule = approval
+    // A stored "reject always" (an editor's answer) is a deny like a rule's.
+    else if (approval.action === "deny") return { _tag: "Deny", rule: approval, pattern, unreadable: reason }
     else {
       needsAsk = true
       if (reason !== undefined) requiresPerson ??= `the rules cannot check it: ${reason}`

@@ -56,6 +56,11 @@ export interface ReplyInput {
   readonly reply: PermissionReply
   /** With `reject`: feedback for the model, which then continues instead of stopping. */
   readonly message?: string
+  /**
+   * With `reject`: also deny the ask's `always` patterns from now on in this project (a stored
+   * deny, kept where "always" approvals are), as an editor's "reject always" asks.
+   */
+  readonly remember?: boolean
 }
 
 export type AskError = DeniedError | RejectedError | CorrectedError
@@ -165,6 +170,11 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           const { request } = entry
 
           if (input.reply === "reject") {
+            if (input.remember === true && request.always.length > 0) {
+              const denied = storedRules(request, "deny")
+              yield* Ref.update(approved, (rules) => [...rules, ...denied])
+              yield* store.add(instance.projectID, denied)
+            }
             const feedback = input.message?.trim()
             yield* audit(request, feedback ? "corrected" : "reject", { requestID: request.id })
             yield* settle(
@@ -188,12 +198,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           }
 
           if (input.reply === "always" && request.always.length > 0) {
-            const added: PermissionRuleset = request.always.map((pattern) => ({
-              permission: request.permission,
-              pattern,
-              action: "allow",
-              source: { layer: "approval", note: `always allowed in session ${request.sessionID}` }
-            }))
+            const added = storedRules(request, "allow")
             const approvals = yield* Ref.updateAndGet(approved, (rules) => [...rules, ...added])
             yield* store.add(instance.projectID, added)
             yield* audit(request, "always", { requestID: request.id })
@@ -234,6 +239,15 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
       })
     )
 }
+
+/** What "always" (allow) or "reject always" (deny) stores for a request: a rule per `always` pattern. */
+const storedRules = (request: PermissionRequest, action: "allow" | "deny"): PermissionRuleset =>
+  request.always.map((pattern) => ({
+    permission: request.permission,
+    pattern,
+    action,
+    source: { layer: "approval", note: `always ${action === "allow" ? "allowed" : "rejected"} in session ${request.sessionID}` }
+  }))
 
 /** The rules in force for `permission` (the caller's, then the policy's), as a denial explains them. */
 const relevantRulesOf = (policy: PermissionPolicy["Type"]) => (permission: string, ruleset: PermissionRuleset) =>

@@ -3,6 +3,7 @@ import * as Prompts from "../runtime/Prompts.js"
 import { Instance } from "../runtime/Instance.js"
 import * as EditMatch from "../tool/EditMatch.js"
 import * as FileDiff from "../tool/FileDiff.js"
+import { EditorFiles } from "../tool/EditorFiles.js"
 import * as FileDisk from "../tool/FileDisk.js"
 import * as FileLock from "../tool/FileLock.js"
 import { FileTimes } from "../tool/FileTimes.js"
@@ -12,7 +13,7 @@ import * as Tool from "../tool/Tool.js"
 import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
 import { pathPatterns } from "../tool/PathRules.js"
 import { withAliases } from "../tool/ArgumentAliases.js"
-import { ensureFresh, load, replacementShape, store, yieldToEventLoop } from "./Write.js"
+import { ensureFresh, loadFor, replacementShape, storeFor, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "edit"
 
@@ -86,6 +87,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
   const instance = yield* Instance
   const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
+  const files = yield* EditorFiles
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -100,7 +102,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         yield* guard(context, instance, file)
         return yield* FileLock.withLock(file)(
           Effect.gen(function*() {
-            const existing = yield* load(TOOL, file)
+            const existing = yield* loadFor(files, context.sessionID, TOOL, file)
             yield* ensureFresh(fileTimes, TOOL, context.sessionID, file, existing)
             const before = existing?.text ?? ""
             let after: string
@@ -145,7 +147,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             const { diff, additions, deletions } = FileDiff.compare(file, before, after)
             yield* yieldToEventLoop
             yield* context.ask({ permission: "edit", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file, diff } })
-            const mtimeMs = yield* store(TOOL, disk, file, bytes, existing !== undefined)
+            const mtimeMs = yield* storeFor(files, context.sessionID, TOOL, disk, file, bytes, existing !== undefined)
             fileTimes.record(context.sessionID, file, mtimeMs)
             return {
               title: relative,

@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as FileDiff from "../tool/FileDiff.js"
+import { diskOnly, EditorFiles, type EditorFilesShape } from "../tool/EditorFiles.js"
 import * as FileDisk from "../tool/FileDisk.js"
 import * as FileLock from "../tool/FileLock.js"
 import { FileTimes, type FileTimesStore } from "../tool/FileTimes.js"
@@ -69,6 +70,45 @@ export const store = (
   }).pipe(Effect.uninterruptible)
 
 /**
+ * The file as the session's editor has it (its unsaved buffer), in the disk file's encoding and
+ * line-ending shape; the disk's when the editor does not hold it. A new file is the disk's answer.
+ */
+export const loadFor = (files: EditorFilesShape, sessionID: string, tool: string, file: string) =>
+  files === diskOnly ? load(tool, file) : Effect.gen(function*() {
+    const disk = yield* load(tool, file)
+    if (disk === undefined) return disk
+    const text = yield* files.read(sessionID, file).pipe(Effect.orElseSucceed(() => undefined))
+    if (text === undefined || text === disk.raw) return disk
+    const { text: normalized, shape } = FileDiff.decode(text, disk.shape.encoding)
+    return { ...disk, bytes: Buffer.from(text, "utf8"), text: normalized, raw: shape.bom ? text.slice(1) : text, shape: { ...shape, encoding: disk.shape.encoding } }
+  })
+
+/**
+ * Writes through the session's editor when it takes the file (text that is valid UTF-8), else as
+ * `store` does. Returns the file's modification time (now, when the editor has not saved it).
+ */
+export const storeFor = (
+  files: EditorFilesShape,
+  sessionID: string,
+  tool: string,
+  disk: FileDisk.FileDiskShape,
+  file: string,
+  bytes: Uint8Array,
+  existed: boolean
+): Effect.Effect<number, Tool.ToolExecutionError> =>
+  files === diskOnly ? store(tool, disk, file, bytes, existed) : Effect.gen(function*() {
+    const text = Buffer.from(bytes).toString("utf8")
+    const valid = Buffer.from(text, "utf8").equals(Buffer.from(bytes))
+    const wrote = valid
+      ? yield* files.write(sessionID, file, text).pipe(
+        Effect.mapError((error) => failure(tool, `Cannot write ${file} through the editor: ${error.message}. ${unchangedNote(existed)}`))
+      )
+      : false
+    if (!wrote) return yield* store(tool, disk, file, bytes, existed)
+    return yield* Effect.promise(() => fsp.stat(file).then((stat) => stat.mtimeMs, () => Date.now()))
+  }).pipe(Effect.uninterruptible)
+
+/**
  * Lets the event loop run (timers, signals, I/O) between the steps of a large edit; an
  * interruption (a timeout, Ctrl-C) takes effect here. Effect's own yield may resume in a
  * microtask, which lets none of those run.
@@ -118,6 +158,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
   const instance = yield* Instance
   const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
+  const files = yield* EditorFiles
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -131,7 +172,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         yield* guard(context, instance, file)
         return yield* FileLock.withLock(file)(
           Effect.gen(function*() {
-            const existing = yield* load(TOOL, file)
+            const existing = yield* loadFor(files, context.sessionID, TOOL, file)
             yield* ensureFresh(fileTimes, TOOL, context.sessionID, file, existing)
             // An existing file keeps its BOM, line endings and encoding; a new one is written as given, in UTF-8.
             const replacement = existing ? replacementShape(existing, params.content) : undefined
@@ -140,7 +181,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             const { diff } = FileDiff.compare(file, existing?.text ?? "", FileDiff.decode(params.content).text)
             yield* yieldToEventLoop
             yield* context.ask({ permission: "edit", patterns: pathPatterns(instance, file), always: ["*"], metadata: { filepath: file, diff } })
-            const mtimeMs = yield* store(TOOL, disk, file, bytes, existing !== undefined)
+            const mtimeMs = yield* storeFor(files, context.sessionID, TOOL, disk, file, bytes, existing !== undefined)
             fileTimes.record(context.sessionID, file, mtimeMs)
             return {
               title: relative,

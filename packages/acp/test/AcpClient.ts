@@ -1,0 +1,160 @@
+// The editor's side for the tests: the built `agent acp` as a subprocess, driven through the SDK's
+// client app over its stdio, with a scripted model (MockOpenAIServer) behind it.
+import { MockOpenAIServer, TestInstance } from "@agent/testing"
+import * as Acp from "@agentclientprotocol/sdk"
+import { Effect } from "effect"
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { Readable, Writable } from "node:stream"
+import { fileURLToPath } from "node:url"
+
+/** The built and bundled CLI, as an editor runs it (`pnpm test` builds before testing). */
+export const bin = fileURLToPath(new URL("../../cli/dist/bundle/bin.js", import.meta.url))
+
+/** The agent.json of a project whose model is the mock server at `url` (titles from a second one). */
+export const mockConfig = (url: string, titlesUrl: string, extra: object = {}) => ({
+  model: "mock/model-a",
+  small_model: "titles/small",
+  provider: {
+    mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": { limit: { context: 64000, output: 4000 } }, "model-b": {} } },
+    titles: { npm: "@ai-sdk/openai-compatible", options: { baseURL: titlesUrl }, models: { small: {} } }
+  },
+  ...extra
+})
+
+/** A sandbox whose config points at the mock server. */
+export const project = (url: string, extra: object = {}, files: Record<string, string | object> = {}) =>
+  Effect.gen(function*() {
+    const titles = yield* MockOpenAIServer.start(Array.from({ length: 20 }, () => "A title"))
+    return yield* TestInstance.sandbox({ files: { "project/agent.json": mockConfig(url, titles.url, extra), ...files } })
+  })
+
+export type PermissionAnswer = (request: Acp.RequestPermissionRequest) => Acp.RequestPermissionResponse | Promise<Acp.RequestPermissionResponse>
+
+export interface Editor {
+  readonly child: ChildProcessWithoutNullStreams
+  readonly connection: Acp.ClientConnection
+  readonly agent: Acp.ClientContext
+  /** Every `session/update` received, in order. */
+  readonly updates: Array<Acp.SessionNotification>
+  /** Every permission question asked. */
+  readonly asked: Array<Acp.RequestPermissionRequest>
+  /** Files the agent wrote through the editor (`fs/write_text_file`). */
+  readonly writes: Array<Acp.WriteTextFileRequest>
+  readonly reads: Array<Acp.ReadTextFileRequest>
+  /** How the next questions are answered (default: allow once). */
+  answer: PermissionAnswer
+  readonly stderr: () => string
+  readonly exited: Promise<number | null>
+  /** The updates of one session, by kind. */
+  readonly of: (sessionId: string, kind?: Acp.SessionUpdate["sessionUpdate"]) => Array<Acp.SessionUpdate>
+}
+
+export const choose = (optionId: string): PermissionAnswer => () => ({ outcome: { outcome: "selected", optionId } })
+
+export interface EditorOptions {
+  readonly args?: ReadonlyArray<string>
+  readonly env?: Record<string, string>
+  /** Handle `fs/*` requests in memory (and offer the capability at initialize). */
+  readonly files?: Map<string, string>
+}
+
+/** `agent acp` in the sandbox's project, connected to a client app; killed when the scope ends. */
+export const editor = (box: TestInstance.Sandbox, options: EditorOptions = {}) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const child = spawn(process.execPath, [bin, "acp", ...(options.args ?? [])], {
+        cwd: box.instance.directory,
+        env: { ...box.instance.env, ...options.env } as NodeJS.ProcessEnv,
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      let stderr = ""
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+      const updates: Array<Acp.SessionNotification> = []
+      const asked: Array<Acp.RequestPermissionRequest> = []
+      const writes: Array<Acp.WriteTextFileRequest> = []
+      const reads: Array<Acp.ReadTextFileRequest> = []
+      const state = { answer: choose("once") as PermissionAnswer }
+      let app = Acp.client({ name: "test-editor" })
+        .onNotification("session/update", ({ params }) => void updates.push(params))
+        .onRequest("session/request_permission", ({ params }) => {
+          asked.push(params)
+          return state.answer(params)
+        })
+      const files = options.files
+      if (files !== undefined) {
+        app = app
+          .onRequest("fs/read_text_file", ({ params }) => {
+            reads.push(params)
+            const content = files.get(params.path)
+            if (content === undefined) throw Acp.RequestError.resourceNotFound(params.path)
+            return { content }
+          })
+          .onRequest("fs/write_text_file", ({ params }) => {
+            writes.push(params)
+            files.set(params.path, params.content)
+            return {}
+          })
+      }
+      const connection = app.connect(
+        Acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>)
+      )
+      const editor: Editor = {
+        child,
+        connection,
+        agent: connection.agent,
+        updates,
+        asked,
+        writes,
+        reads,
+        get answer() {
+          return state.answer
+        },
+        set answer(value) {
+          state.answer = value
+        },
+        stderr: () => stderr,
+        exited,
+        of: (sessionId, kind) =>
+          updates.filter((update) => update.sessionId === sessionId && (kind === undefined || update.update.sessionUpdate === kind)).map((update) => update.update)
+      }
+      return editor
+    }),
+    (editor) => Effect.sync(() => editor.child.kill("SIGKILL"))
+  )
+
+/** `initialize` as an editor sends it. */
+export const initialize = (editor: Editor, fs = false) =>
+  Effect.promise(() =>
+    editor.agent.request("initialize", {
+      protocolVersion: Acp.PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs }, terminal: false },
+      clientInfo: { name: "test-editor", version: "1.0.0" }
+    })
+  )
+
+/** A request whose failure is the value (the JSON-RPC error), for tests of bad input. */
+export const failure = <A>(request: () => Promise<A>) =>
+  Effect.promise(() => request().then(() => undefined, (error: unknown) => error as { code: number; message: string }))
+
+/** Waits (polling) until `check` holds; a guard against hanging, not a timing assertion. */
+export const until = (check: () => boolean, what: string, timeout = 20_000) =>
+  Effect.promise(() =>
+    new Promise<void>((resolve, reject) => {
+      const started = Date.now()
+      const poll = () => {
+        if (check()) return resolve()
+        if (Date.now() - started > timeout) return reject(new Error(`timed out waiting for ${what}`))
+        setTimeout(poll, 20)
+      }
+      poll()
+    })
+  )
+
+/** The text an update carries (chunks), joined. */
+export const textOf = (updates: ReadonlyArray<Acp.SessionUpdate>) =>
+  updates.map((update) => {
+    if (!("content" in update) || update.content === null || update.content === undefined || Array.isArray(update.content)) return ""
+    const content = update.content as Acp.ContentBlock
+    return content.type === "text" ? content.text : ""
+  }).join("")

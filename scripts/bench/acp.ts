@@ -1,0 +1,175 @@
+/**
+ * `agent acp` against `agent run` on the same scripted 20-step session (19 `read` calls, then an
+ * answer) from the project's scripted OpenAI-compatible server, behind a proxy that records when
+ * each model call arrives and when its answer has been sent. For each, BENCH_ACP_ROUNDS rounds
+ * (default 3; medians printed):
+ *
+ * - first update: from the end of the model's first answer to the first update the user gets (an
+ *   ACP `session/update`; a JSON event line of `agent run --format json`); for ACP also from the
+ *   `session/prompt` request to its first update;
+ * - per-step overhead: the median, over the steps, of the time from the end of one model answer
+ *   to the arrival of the next model call (the tool call and everything around it; ACP adds its
+ *   updates to the editor);
+ * - peak RSS of the agent process (VmHWM, from /proc), at the end of the session.
+ *
+ * Run after `pnpm build`: `pnpm bench:acp`. Target (issue 25): ACP adds ≤ 2 ms per step and ≤ 20 MiB.
+ */
+import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
+import * as Acp from "@agentclientprotocol/sdk"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Readable, Writable } from "node:stream"
+import { fileURLToPath } from "node:url"
+import { type ModelCall, modelProxy } from "./ModelProxy.js"
+
+const bin = fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
+const STEPS = 20
+const ROUNDS = Number(process.env.BENCH_ACP_ROUNDS ?? 3)
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+}
+const mib = (bytes: number) => bytes / 1024 / 1024
+/** CPU time (user + system, ms) a process has used so far (Linux; 100 ticks/s). */
+const cpuMsOf = (pid: number) => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+const peakRssOf = (pid: number) => {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
+}
+
+/** 19 reads at changing offsets (the doom-loop guard stays quiet), then an answer; titles answered apart. */
+const turn = (request: MockOpenAIServer.ChatCompletionRequest) => {
+  if (!request.tools) return "Bench session"
+  const done = request.messages.filter((entry) => entry.role === "tool").length
+  return done < STEPS - 1 ? [ScriptedModel.toolCall("read", { filePath: "notes.txt", offset: (done % 10) + 1, limit: 5 })] : "done"
+}
+
+interface Measure {
+  readonly firstUpdate: number
+  readonly promptToFirstUpdate?: number
+  readonly perStep: number
+  readonly peakRss: number
+  /** The agent process's CPU time for the session (ACP: from the prompt; run: the whole process). */
+  readonly cpu: number
+}
+
+/** A temporary home and project whose model is `url`. */
+const makeProject = (url: string) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-acp-"))
+  const project = path.join(root, "project")
+  fs.mkdirSync(path.join(project, ".git"), { recursive: true })
+  fs.writeFileSync(path.join(project, "notes.txt"), Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join("\n"))
+  fs.writeFileSync(path.join(project, "agent.json"), JSON.stringify({
+    model: "mock/model-a",
+    small_model: "mock/model-a",
+    permission: { read: "allow" },
+    provider: { mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { "model-a": {} } } }
+  }))
+  const home = path.join(root, "home")
+  const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, ".config"), XDG_DATA_HOME: path.join(home, ".local", "share"), AGENT_MANAGED_DIR: path.join(root, "managed") }
+  return { root, project, env }
+}
+
+/** The model calls of the session, in order, as the proxy saw them. */
+const perStep = (calls: ReadonlyArray<ModelCall<true>>) =>
+  median(calls.slice(1).map((call, i) => call.arrived - calls[i]!.answered))
+
+const viaRun = (url: string, calls: Array<ModelCall<true>>) =>
+  Effect.promise(() => {
+    const { root, project, env } = makeProject(url)
+    return new Promise<Measure>((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, "run", "--format", "json", "read the notes"], { cwd: project, env, stdio: ["ignore", "pipe", "pipe"] })
+      let firstLine = 0
+      let peak = 0
+      let cpu = 0
+      let stderr = ""
+      const poll = setInterval(() => {
+        peak = Math.max(peak, peakRssOf(child.pid!))
+        cpu = cpuMsOf(child.pid!)
+      }, 20)
+      child.stdout.on("data", () => (firstLine ||= performance.now()))
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+      child.on("exit", (code) => {
+        clearInterval(poll)
+        fs.rmSync(root, { recursive: true, force: true })
+        if (code !== 0 || calls.length !== STEPS) return reject(new Error(`agent run exited ${code} after ${calls.length} model calls: ${stderr}`))
+        resolve({ firstUpdate: firstLine - calls[0]!.answered, perStep: perStep(calls), peakRss: peak, cpu })
+      })
+    })
+  })
+
+const viaAcp = (url: string, calls: Array<ModelCall<true>>) =>
+  Effect.promise(async () => {
+    const { root, project, env } = makeProject(url)
+    const child = spawn(process.execPath, [...(process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_ACP_PROF] : []), bin, "acp"], { cwd: project, env, stdio: ["pipe", "pipe", "inherit"] })
+    let firstUpdate = 0
+    const app = Acp.client({ name: "bench" }).onNotification("session/update", ({ params }) => {
+      if (params.update.sessionUpdate !== "available_commands_update") firstUpdate ||= performance.now()
+    })
+    const connection = app.connect(
+      Acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>)
+    )
+    try {
+      await connection.agent.request("initialize", { protocolVersion: Acp.PROTOCOL_VERSION, clientCapabilities: {} })
+      const { sessionId } = await connection.agent.request("session/new", { cwd: project, mcpServers: [] })
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      firstUpdate = 0
+      const cpuBefore = cpuMsOf(child.pid!)
+      const sent = performance.now()
+      const response = await connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "read the notes" }] })
+      if (response.stopReason !== "end_turn" || calls.length !== STEPS) throw new Error(`agent acp: ${response.stopReason} after ${calls.length} model calls`)
+      const peakRss = peakRssOf(child.pid!)
+      const cpu = cpuMsOf(child.pid!) - cpuBefore
+      return { firstUpdate: firstUpdate - calls[0]!.answered, promptToFirstUpdate: firstUpdate - sent, perStep: perStep(calls), peakRss, cpu }
+    } finally {
+      child.stdin.end()
+      await new Promise((resolve) => child.once("exit", resolve))
+      fs.rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+/** One session through `run`: a fresh model server and proxy, tool-calling requests recorded. */
+const once = (run: (url: string, calls: Array<ModelCall<true>>) => Effect.Effect<Measure>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const model = yield* MockOpenAIServer.start(Array.from({ length: STEPS + 10 }, () => turn))
+    const proxy = yield* modelProxy(model.url, ({ body }) => (body.includes('"tools":') ? true as const : undefined))
+    return yield* run(proxy.url, proxy.calls)
+  }))
+
+const report = (name: string, measures: ReadonlyArray<Measure>) => {
+  const firstUpdate = median(measures.map((m) => m.firstUpdate))
+  const step = median(measures.map((m) => m.perStep))
+  const rss = median(measures.map((m) => m.peakRss))
+  const cpu = median(measures.map((m) => m.cpu))
+  const prompt = measures[0]?.promptToFirstUpdate === undefined ? "" : `, prompt to first update ${median(measures.map((m) => m.promptToFirstUpdate!)).toFixed(1)} ms`
+  console.log(`${name.padEnd(10)} first update ${firstUpdate.toFixed(1)} ms after the model's answer${prompt}; per step ${step.toFixed(2)} ms; CPU ${cpu} ms; peak RSS ${mib(rss).toFixed(0)} MiB`)
+  return { step, rss }
+}
+
+const program = Effect.gen(function*() {
+  if (!fs.existsSync(bin)) return yield* Effect.die(new Error("bench:acp needs the built CLI: run `pnpm build` first"))
+  console.log(`${STEPS}-step scripted session, ${ROUNDS} rounds each (medians)`)
+  const run: Array<Measure> = []
+  const acp: Array<Measure> = []
+  for (let round = 0; round < ROUNDS; round++) {
+    run.push(yield* once(viaRun))
+    acp.push(yield* once(viaAcp))
+  }
+  const a = report("agent run", run)
+  const b = report("agent acp", acp)
+  const addedStep = b.step - a.step
+  const addedRss = mib(b.rss - a.rss)
+  console.log(`acp adds ${addedStep.toFixed(2)} ms per step (target ≤ 2) and ${addedRss.toFixed(1)} MiB peak RSS (target ≤ 20)`)
+})
+
+Effect.runPromise(program).catch((error) => {
+  console.error(error)
+  process.exit(1)
+})
