@@ -1,9 +1,9 @@
-import { MockOpenAIServer, TestDatabase } from "@agent/testing"
+import { MockOpenAIServer, ScriptedModel, TestDatabase } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as net from "node:net"
-import { agent, events, project } from "./AgentProcess.js"
+import { agent, events, project, serve } from "./AgentProcess.js"
 
 // The CLI over PostgreSQL (AGENT_DATABASE_URL or config `database.url`), and sessions moved between
 // a SQLite file and PostgreSQL with `session export` / `session import`, both ways.
@@ -19,7 +19,45 @@ const freePort = () =>
     })
   )
 
+const json = (url: string, init?: RequestInit) => Effect.promise(() => fetch(url, init).then((response) => response.json() as Promise<any>))
+
 describe.runIf(TestDatabase.postgresRuns())("agent on PostgreSQL", () => {
+  it.scopedLive("two servers on one database: one runs a session, the other reads it as it goes; after kill -9 of the first, a new one marks its tool call interrupted", () =>
+    Effect.gen(function*() {
+      const model = yield* MockOpenAIServer.start([
+        [ScriptedModel.toolCall("bash", { command: "sleep 30", description: "wait a long time" })],
+        "never reached"
+      ])
+      const box = yield* project(model.url)
+      const env = { AGENT_DATABASE_URL: yield* TestDatabase.freshPostgres }
+      const first = yield* serve(box, [], env)
+      const second = yield* serve(box, [], env)
+      const session = yield* json(`${first.url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+      yield* Effect.promise(() =>
+        fetch(`${first.url}/session/${session.id}/prompt_async`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ parts: [{ type: "text", text: "wait" }] })
+        })
+      )
+      const toolOn = (url: string) =>
+        json(`${url}/session/${session.id}/message`).pipe(
+          Effect.map((messages: Array<any>) => messages.flatMap((message) => message.parts).find((part) => part.type === "tool"))
+        )
+      const deadline = Date.now() + 30_000
+      while ((yield* toolOn(second.url))?.state.status !== "running") {
+        if (Date.now() > deadline) throw new Error(`the other server never saw the tool running: ${first.stderr()}`)
+        yield* Effect.sleep("100 millis")
+      }
+      first.child.kill("SIGKILL")
+      yield* Effect.promise(() => first.exited)
+      const third = yield* serve(box, [], env)
+      const tool = yield* toolOn(third.url)
+      expect(tool.state.status).toBe("error")
+      expect(tool.state.error).toBe("Tool execution was interrupted")
+      expect(tool.state.metadata.interrupted).toBe(true)
+    }), 120_000)
+
   it.scopedLive("run stores in PostgreSQL; export from it imports into SQLite and back, unchanged", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start(["Stored in Postgres."])

@@ -17,21 +17,26 @@ const types: Pg.CustomTypesConfig = {
     oid === 20 ? (value: string) => Number(value) : Pg.types.getTypeParser(oid, format as "text")) as Pg.CustomTypesConfig["getTypeParser"]
 }
 
-/** The URL with a server setting added to its `options` startup parameter. */
-const withSetting = (url: string, setting: string) => {
+/**
+ * The URL with a server setting in its `options` startup parameter: `last` after the URL's own
+ * (so it wins), else before them (a default the URL may change).
+ */
+const withSetting = (url: string, setting: string, position: "first" | "last" = "last") => {
   const parsed = new URL(url)
   const options = parsed.searchParams.get("options")
-  parsed.searchParams.set("options", options ? `${options} -c ${setting}` : `-c ${setting}`)
+  const added = `-c ${setting}`
+  parsed.searchParams.set("options", !options ? added : position === "last" ? `${options} ${added}` : `${added} ${options}`)
   return parsed.toString()
 }
 
 /**
  * One connection, as the SQLite store has: statements run in the order they are issued, so a
- * write of buffered text issued before a part's final write cannot land after it.
+ * write of buffered text issued before a part's final write cannot land after it. A statement
+ * waits at most 5 s for a lock another session holds (SQLite's busy timeout), then is retried.
  */
 const client = (url: string) =>
   PgClient.layer({
-    url: Redacted.make(url),
+    url: Redacted.make(withSetting(url, "lock_timeout=5000", "first")),
     maxConnections: 1,
     connectTimeout: "10 seconds",
     applicationName: "agent",
@@ -40,14 +45,17 @@ const client = (url: string) =>
 
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(Migrations.postgres) })
 
-/** Two processes creating the migrations table at once: one of them loses the race and tries again. */
-const isCreateRace = (error: unknown) => {
+/**
+ * Two processes creating the migrations table at once (one of them loses the race), or one
+ * waiting past the lock timeout for another's migrations: tried again.
+ */
+const isMigrationRace = (error: unknown) => {
   const code = errorCode(error)
-  return code === "42P07" || code === "23505"
+  return code === "42P07" || code === "23505" || code === "55P03"
 }
 
 const migrate = runMigrations.pipe(
-  Effect.retry({ while: isCreateRace, schedule: Schedule.spaced("100 millis").pipe(Schedule.intersect(Schedule.recurs(5))) })
+  Effect.retry({ while: isMigrationRace, schedule: Schedule.spaced("100 millis").pipe(Schedule.intersect(Schedule.recurs(5))) })
 )
 
 const appliedVersion = Effect.flatMap(SqlClient.SqlClient, (sql) =>

@@ -83,6 +83,8 @@ export const describe = (url: string, error: unknown): string => {
       return `${message} (create it first: createdb, or CREATE DATABASE)`
     case "42501":
       return `permission denied: ${message}`
+    case "55P03":
+      return `another session holds a lock on the data past the lock timeout (${message}); gave up after retrying`
   }
   if (/timed out/i.test(message)) return `connecting to ${host} timed out`
   return message

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Cause, Context, Effect, Exit, Layer, Redacted } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Redacted } from "effect"
 import * as net from "node:net"
 import * as Pg from "pg"
 import { ConfigService } from "../../src/config/ConfigService.js"
@@ -71,6 +71,8 @@ describe.runIf(TestDatabase.postgresRuns())("PostgreSQL store", () => {
           expect(yield* migrationIds(sql)).toEqual([1, 2, 3])
           expect((yield* (yield* SessionStore).get(id)).title).toBe("from version 1")
           expect(yield* Database.openedFile).toMatch(/^postgres:\/\/agent@127\.0\.0\.1:\d+\/postgres$/)
+          // a lock held elsewhere is waited for 5 s per try, as SQLite's busy timeout
+          expect(yield* sql`SHOW lock_timeout`.pipe(Effect.orDie)).toEqual([{ lock_timeout: "5s" }])
         }).pipe(Effect.provide(storeLayer(box, Database.layerTarget(url))))
       }
     }))
@@ -141,6 +143,35 @@ describe.runIf(TestDatabase.postgresRuns())("PostgreSQL store", () => {
         expect((defect as Error).message).toMatch(/^storage error in postgres:\/\/agent@[\d.]+:\d+\/postgres: .*read-only transaction/)
       }).pipe(Effect.provide(storeLayer(box, Database.layerTargetReadOnly(url))))
     }))
+
+  it.scopedLive("a write waits out another session's lock, and one that never frees fails naming the server", () =>
+    Effect.gen(function*() {
+      const box = yield* TestInstance.sandbox()
+      const url = yield* TestDatabase.freshPostgres
+      // Another session, as another process would hold it, to lock the session table.
+      const other = new Pg.Client({ connectionString: url })
+      yield* Effect.acquireRelease(Effect.promise(() => other.connect()), () => Effect.promise(() => other.end()))
+      yield* Effect.gen(function*() {
+        const store = yield* SessionStore
+        // Without the 5 s lock timeout, so what is left is the store's retry.
+        yield* (yield* SqlClient.SqlClient)`SET lock_timeout = 50`.pipe(Effect.orDie)
+        yield* Effect.promise(() => other.query("BEGIN; LOCK TABLE session IN ACCESS EXCLUSIVE MODE"))
+        const released = yield* Effect.fork(Effect.sleep("300 millis").pipe(Effect.zipRight(Effect.promise(() => other.query("COMMIT")))))
+        const made = yield* store.create({ title: "waited" })
+        yield* Fiber.join(released)
+        expect((yield* store.get(made.id)).title).toBe("waited")
+
+        yield* Effect.promise(() => other.query("BEGIN; LOCK TABLE session IN ACCESS EXCLUSIVE MODE"))
+        const exit = yield* Effect.exit(store.create({ title: "never" }))
+        yield* Effect.promise(() => other.query("COMMIT"))
+        const defect = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+        expect(defect).toBeInstanceOf(Database.StorageError)
+        expect((defect as Error).message).toMatch(
+          /^storage error in postgres:\/\/agent@[\d.]+:\d+\/postgres: Failed to execute statement: another session holds a lock on the data past the lock timeout \(canceling statement due to lock timeout\); gave up after retrying$/
+        )
+        expect((yield* store.list()).items.map((session) => session.title)).toEqual(["waited"])
+      }).pipe(Effect.provide(storeLayer(box, Database.layerTarget(url))))
+    }), 60_000)
 
   it.scopedLive("a connection the server dropped is replaced: the next write goes through", () =>
     Effect.gen(function*() {
