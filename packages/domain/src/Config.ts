@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { HooksConfig } from "./Hooks.js"
 import { AgentMode, parseModelRef } from "./Agent.js"
 import { PermissionConfig } from "./Permission.js"
 import { SandboxConfig } from "./Sandbox.js"
@@ -308,7 +309,9 @@ export const Config = Schema.Struct({
   snapshot: Schema.optional(Schema.Boolean),
   snapshot_store: Schema.optional(SnapshotStoreConfig),
   /** The OS sandbox of the processes the agent starts (docs/sandbox.md). */
-  sandbox: Schema.optional(SandboxConfig)
+  sandbox: Schema.optional(SandboxConfig),
+  /** Hooks in Claude Code's shape; every file's run (a project's once it is trusted): docs/hooks.md. */
+  hooks: Schema.optional(HooksConfig)
 })
 export type Config = typeof Config.Type
 
