@@ -33,6 +33,8 @@ export interface RunState {
   filesChanged: boolean
   /** A summary was made and no real step followed yet (a second one in a row would not help). */
   compactedWithoutStep: boolean
+  /** Stop hooks that blocked the agent from stopping, in a row (HookEvents.onStop). */
+  stopHookBlocks: number
 }
 
 export const makeRunState = (input: {
@@ -55,7 +57,8 @@ export const makeRunState = (input: {
   lastAssistant: undefined,
   stepFiles: input.stepFiles,
   filesChanged: false,
-  compactedWithoutStep: false
+  compactedWithoutStep: false,
+  stopHookBlocks: 0
 })
 
 export const touch = (state: RunState) => void (state.lastActivity = Date.now())

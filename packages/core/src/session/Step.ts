@@ -21,6 +21,7 @@ import { offeredTools } from "./OfferedTools.js"
 import { requestMessages } from "./Request.js"
 import { finishMessage, type RunState, startAssistantMessage, touch, writePart } from "./RunState.js"
 import { makeStepProcessor } from "./StepProcessor.js"
+import { hookInterceptor } from "./HookInterceptor.js"
 import { checkRepeat, runToolCall, type StepCalls } from "./ToolCall.js"
 import { traced } from "../runtime/Tracing.js"
 
@@ -186,7 +187,7 @@ const attempt = (deps: LoopDeps, state: RunState, input: Attempt): Effect.Effect
       ruleset: input.ruleset,
       toolRules: Permission.merge(input.ruleset, deps.policy.rules),
       abort: abort.signal,
-      interceptors: [],
+      interceptors: deps.hooks.active ? [hookInterceptor(() => calls)] : [],
       outcome: { blocked: false }
     }
     const tools = yield* toolRunner(calls)
