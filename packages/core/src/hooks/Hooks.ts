@@ -2,7 +2,7 @@
 // (HookRunner), their answers read (HookOutcome) and reported (`hook.ran`). With no hook that runs,
 // `active` is false and the session loop adds nothing to a step.
 import type { HookEventName, SessionID } from "@agent/domain"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, FiberSet, Layer } from "effect"
 import * as path from "node:path"
 import { ConfigService } from "../config/ConfigService.js"
 import { isEnvFlag } from "../config/ConfigFiles.js"
@@ -49,6 +49,8 @@ export interface HooksShape {
   readonly run: (input: HookRunInput) => Effect.Effect<Verdict>
   /** SessionStart, once per session in this process (`source`: startup or resume); SessionEnd follows when the runtime ends. */
   readonly sessionStart: (sessionID: SessionID, source: "startup" | "resume") => Effect.Effect<Verdict>
+  /** Runs an event's hooks without waiting for them (Notification); the runtime waits for them before it ends. */
+  readonly runInBackground: (input: HookRunInput) => Effect.Effect<void>
   readonly list: () => ReadonlyArray<ListedHook>
   /** The configured MCP servers' names: Claude Code's `mcp__<server>__<tool>` tool names. */
   readonly mcpServers: ReadonlyArray<string>
@@ -63,6 +65,7 @@ export class Hooks extends Context.Tag("@agent/core/Hooks")<Hooks, HooksShape>()
     has: () => false,
     run: () => Effect.succeed(NO_VERDICT),
     sessionStart: () => Effect.succeed(NO_VERDICT),
+    runInBackground: () => Effect.void,
     list: () => [],
     mcpServers: []
   })
@@ -119,6 +122,7 @@ function make() {
     const transcriptDir = path.join(instance.paths.data, "transcripts", instance.projectID)
     const env = { ...instance.env, CLAUDE_PROJECT_DIR: instance.worktree, AGENT_PROJECT_DIR: instance.worktree }
     const started = new Set<SessionID>()
+    const inBackground = yield* FiberSet.make()
 
     const transcriptOf = (sessionID: SessionID | undefined) =>
       Effect.gen(function*() {
@@ -181,9 +185,15 @@ function make() {
         return run({ event: "SessionStart", sessionID, match: source, fields: { source } })
       })
 
-    // SessionEnd for every session that started here, as the runtime ends.
+    const runInBackground = (input: HookRunInput) =>
+      has(input.event) ? Effect.asVoid(FiberSet.run(inBackground, run(input).pipe(Effect.catchAllCause((cause) => Effect.logError("a hook failed", cause))))) : Effect.void
+
+    // As the runtime ends: the hooks still running in the background finish (each within its
+    // timeout), then SessionEnd for every session that started here.
     yield* Effect.addFinalizer(() =>
-      Effect.forEach([...started], (sessionID) => run({ event: "SessionEnd", sessionID, match: "other", fields: { reason: "other" } }), { discard: true })
+      FiberSet.awaitEmpty(inBackground).pipe(
+        Effect.zipRight(Effect.forEach([...started], (sessionID) => run({ event: "SessionEnd", sessionID, match: "other", fields: { reason: "other" } }), { discard: true }))
+      )
     )
 
     const service: HooksShape = {
@@ -191,6 +201,7 @@ function make() {
       has,
       run,
       sessionStart,
+      runInBackground,
       list: () => listed(loaded),
       mcpServers: loaded.mcpServers
     }

@@ -34,7 +34,10 @@ export const beforePrompt = (deps: LoopDeps, input: PromptInput): Effect.Effect<
       ? yield* hooks.run({ event: "UserPromptSubmit", sessionID: input.sessionID, fields: { prompt: promptText(input.parts), permission_mode: input.autoApprove ? "bypassPermissions" : "default" } })
       : undefined
     if (submit?.decision === "block" || submit?.stop !== undefined) {
-      return { _tag: "Blocked", reason: submit.stop || submit.reasons.join("\n") || "a UserPromptSubmit hook blocked the prompt" }
+      const reason = submit.stop || submit.reasons.join("\n") || "no reason given"
+      // Claude Code shows the reason to the user only; the prompt is not kept.
+      yield* Effect.logWarning(`A UserPromptSubmit hook blocked the prompt: ${reason}`)
+      return { _tag: "Blocked", reason }
     }
     const context = [...start.context, ...(submit?.context ?? [])]
     if (context.length === 0) return go

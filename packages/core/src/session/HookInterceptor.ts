@@ -2,7 +2,7 @@
 // PermissionRequest (and Notification) around an ask the rules leave to a person, PostToolUse after
 // it, PostToolUseFailure after it failed. Built only when a hook runs (Hooks.active).
 import { CorrectedError } from "@agent/domain"
-import { Effect, FiberSet } from "effect"
+import { Effect } from "effect"
 import { claudeToolName, fromClaudeInput, toClaudeInput, toClaudeResponse } from "../hooks/ClaudeNames.js"
 import type { Verdict } from "../hooks/HookOutcome.js"
 import * as Permission from "../permission/Permission.js"
@@ -117,14 +117,13 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
       }
       const waitsForPerson = personOnly || !step.state.options.autoApprove
       if (!waitsForPerson || !hooks.has("Notification")) return yield* next
-      const notify = hooks.run({
+      // In the background: the person may answer before the hook is done.
+      yield* hooks.runInBackground({
         event: "Notification",
         sessionID: step.state.sessionID,
         match: "permission_prompt",
         fields: { message: `The agent needs your permission to use ${toolName}`, notification_type: "permission_prompt" }
       })
-      // In the background: the person may answer before the hook is done, and the hook still runs to its end.
-      yield* FiberSet.run(step.deps.background, notify)
       return yield* next
     })
 
