@@ -1,7 +1,7 @@
 // The Hooks service: the hooks in force (HookConfig), run at an event with Claude Code's input
 // (HookRunner), their answers read (HookOutcome) and reported (`hook.ran`). With no hook that runs,
 // `active` is false and the session loop adds nothing to a step.
-import type { HookEventName, SessionID } from "@agent/domain"
+import type { HookEventName, MessageWithParts, SessionID } from "@agent/domain"
 import { Context, Effect, FiberSet, Layer } from "effect"
 import * as path from "node:path"
 import { ConfigService } from "../config/ConfigService.js"
@@ -24,6 +24,8 @@ export interface HookRunInput {
   readonly match?: string | undefined
   /** The event's own fields (`tool_name`, `tool_input`, `prompt`, ...), added to the common ones. */
   readonly fields: Record<string, unknown>
+  /** The session's messages as the run holds them, for the transcript (default: read from the store). */
+  readonly history?: ReadonlyArray<MessageWithParts> | undefined
 }
 
 /** A hook as `agent hooks list` shows it. */
@@ -124,12 +126,16 @@ function make() {
     const started = new Set<SessionID>()
     const inBackground = yield* FiberSet.make()
 
-    const transcriptOf = (sessionID: SessionID | undefined) =>
+    const renderCaches = new Map<SessionID, Transcript.RenderCache>()
+    const transcriptOf = (sessionID: SessionID | undefined, history: ReadonlyArray<MessageWithParts> | undefined) =>
       Effect.gen(function*() {
         if (sessionID === undefined) return ""
         const file = path.join(transcriptDir, `${sessionID}.jsonl`)
-        const messages = yield* store.history(sessionID).pipe(Effect.orElseSucceed(() => []))
-        yield* Effect.try(() => Transcript.write(file, messages, { sessionID, cwd: instance.directory, version: VERSION, mcpServers: loaded.mcpServers })).pipe(
+        const messages = history ?? (yield* store.history(sessionID).pipe(Effect.orElseSucceed(() => [])))
+        let cache = renderCaches.get(sessionID)
+        if (cache === undefined) renderCaches.set(sessionID, (cache = new Map()))
+        const context = { sessionID, cwd: instance.directory, version: VERSION, mcpServers: loaded.mcpServers }
+        yield* Effect.try(() => Transcript.write(file, messages, context, cache)).pipe(
           Effect.catchAll((error) => Effect.logWarning(`the transcript for hooks could not be written to ${file}: ${String(error.error)}`))
         )
         return file
@@ -146,7 +152,7 @@ function make() {
       if (handlers.length === 0) return NO_VERDICT
       const payload = JSON.stringify({
         session_id: input.sessionID ?? "",
-        transcript_path: yield* transcriptOf(input.sessionID),
+        transcript_path: yield* transcriptOf(input.sessionID, input.history),
         cwd: instance.directory,
         hook_event_name: input.event,
         ...input.fields

@@ -52,23 +52,39 @@ const linesOf = (message: MessageWithParts, parent: string | null, context: Tran
     : [assistant, { ...base, parentUuid: info.id, type: "user", uuid: `${info.id}-results`, message: { role: "user", content: results } }]
 }
 
+/** A message that no longer changes: a user message, or an assistant message that completed. */
+const settled = (message: MessageWithParts) => message.info.role === "user" || message.info.time.completed !== undefined
+
+/**
+ * Rendered lines of settled messages, by message id: a session's transcript is rewritten before
+ * every hook, and only its newest messages change.
+ */
+export type RenderCache = Map<string, { readonly text: string; readonly last: string }>
+
 /** The whole transcript as JSONL text. */
-export const render = (messages: ReadonlyArray<MessageWithParts>, context: TranscriptContext): string => {
+export const render = (messages: ReadonlyArray<MessageWithParts>, context: TranscriptContext, cache: RenderCache = new Map()): string => {
   let parent: string | null = null
   const out: Array<string> = []
   for (const message of messages) {
-    for (const line of linesOf(message, parent, context)) {
-      out.push(JSON.stringify(line))
-      parent = line.uuid as string
+    const cached = cache.get(message.info.id)
+    if (cached !== undefined) {
+      out.push(cached.text)
+      parent = cached.last
+      continue
     }
+    const lines = linesOf(message, parent, context)
+    const text = lines.map((line) => JSON.stringify(line)).join("\n")
+    parent = lines[lines.length - 1]!.uuid as string
+    if (settled(message)) cache.set(message.info.id, { text, last: parent })
+    out.push(text)
   }
   return out.length === 0 ? "" : out.join("\n") + "\n"
 }
 
 /** Writes the transcript where hooks are told it is (replaced whole: a hook may read it at any time). */
-export const write = (file: string, messages: ReadonlyArray<MessageWithParts>, context: TranscriptContext): void => {
+export const write = (file: string, messages: ReadonlyArray<MessageWithParts>, context: TranscriptContext, cache?: RenderCache): void => {
   fs.mkdirSync(path.dirname(file), { recursive: true })
   const temp = `${file}.${process.pid}.tmp`
-  fs.writeFileSync(temp, render(messages, context), { mode: 0o600 })
+  fs.writeFileSync(temp, render(messages, context, cache), { mode: 0o600 })
   fs.renameSync(temp, file)
 }

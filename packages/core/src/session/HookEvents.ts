@@ -60,6 +60,7 @@ export const onStop = (deps: LoopDeps, state: RunState): Effect.Effect<StopHooks
     const verdict = yield* deps.hooks.run({
       event,
       sessionID: state.sessionID,
+      history: state.history,
       fields: { stop_hook_active: state.stopHookBlocks > 0, permission_mode: state.options.autoApprove ? "bypassPermissions" : "default" }
     })
     if (verdict.decision !== "block" || verdict.stop !== undefined) {

@@ -63,7 +63,13 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
       const { step, hooks, toolName, fields } = base(call)
       notes.input.set(call.callID, params)
       if (!hooks.has("PreToolUse")) return params
-      const verdict = yield* hooks.run({ event: "PreToolUse", sessionID: step.state.sessionID, match: toolName, fields: fields(params) })
+      const verdict = yield* hooks.run({
+        event: "PreToolUse",
+        sessionID: step.state.sessionID,
+        history: step.state.history,
+        match: toolName,
+        fields: fields(params)
+      })
       if (verdict.stop !== undefined) step.outcome.blocked = true
       if (verdict.decision === "deny" || verdict.stop !== undefined) {
         return yield* new Tool.ToolExecutionError({
@@ -107,6 +113,7 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
         const verdict = yield* hooks.run({
           event: "PermissionRequest",
           sessionID: step.state.sessionID,
+          history: step.state.history,
           match: toolName,
           fields: { ...fields(notes.input.get(call.callID)), permission: request.permission, patterns: request.patterns }
         })
@@ -121,6 +128,7 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
       yield* hooks.runInBackground({
         event: "Notification",
         sessionID: step.state.sessionID,
+          history: step.state.history,
         match: "permission_prompt",
         fields: { message: `The agent needs your permission to use ${toolName}`, notification_type: "permission_prompt" }
       })
@@ -135,6 +143,7 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
       const verdict = yield* hooks.run({
         event: "PostToolUse",
         sessionID: step.state.sessionID,
+          history: step.state.history,
         match: toolName,
         fields: { ...fields(input), tool_response: toClaudeResponse(call.tool, input, { output: result.output, title: result.title, metadata: result.metadata ?? {} }) }
       })
@@ -149,6 +158,7 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
       const verdict = yield* hooks.run({
         event: "PostToolUseFailure",
         sessionID: step.state.sessionID,
+          history: step.state.history,
         match: toolName,
         fields: { ...fields(notes.input.get(call.callID)), error: failure.message, is_interrupt: false }
       })
