@@ -1,6 +1,7 @@
 import { MockOpenAIServer, ScriptedModel, type TestInstance } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as fs from "node:fs"
 import { agent, events, project } from "./AgentProcess.js"
 import { runsOf, shellHook } from "./HookScripts.js"
 
@@ -51,5 +52,18 @@ describe("hooks in loops and subagents", () => {
       expect(runsOf(box, "substop")).toEqual([expect.objectContaining({ hook_event_name: "SubagentStop", session_id: read!.session_id, stop_hook_active: false })])
       expect(runsOf(box, "stop")).toEqual([expect.objectContaining({ hook_event_name: "Stop", session_id: parent })])
       expect(runsOf(box, "submit").map((input) => input.prompt)).toEqual(["delegate"])
+    }), 60_000)
+
+  it.scopedLive("a PreToolUse ask sends a call the rules allow to a person: with no terminal it is rejected and does not run", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "touch asked.txt", description: "Touch" })], "never"])
+      const box = yield* project(server.url, { permission: { bash: "allow" } })
+      const ask = shellHook(box, "ask", `echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"a person should look"}}'`)
+      setHooks(box, { PreToolUse: group(ask, "Bash") })
+      const result = yield* agent(box, ["run", "--format", "json", "touch it"])
+      expect(result.code).toBe(3)
+      expect(result.stderr).toContain("rejected (no terminal to ask")
+      expect(runsOf(box, "ask")).toHaveLength(1)
+      expect(fs.existsSync(box.path("project/asked.txt"))).toBe(false)
     }), 60_000)
 })
