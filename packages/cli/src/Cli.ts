@@ -4,6 +4,7 @@ import { acpCommand } from "./AcpCommand.js"
 import { agentCommand } from "./AgentCommand.js"
 import { completion, type Shell } from "./CompletionCommand.js"
 import { debug } from "./DebugCommand.js"
+import { hooks, trust } from "./HooksCommand.js"
 import { mcp } from "./McpCommand.js"
 import { models } from "./ModelsCommand.js"
 import { permission } from "./PermissionCommand.js"
@@ -19,7 +20,7 @@ export const agent = Command.make("agent").pipe(
     "An AI coding agent runtime. Exit codes: 0 done, 1 runtime error, 2 usage or configuration error, " +
       "3 stopped by a permission rejection, 4 a limit was hit (steps, time, stall, budget), 130 interrupted."
   ),
-  Command.withSubcommands([runCommand, serveCommand, acpCommand, session, agentCommand, permission, models, mcp, sandbox, debug, completion])
+  Command.withSubcommands([runCommand, serveCommand, acpCommand, session, agentCommand, permission, hooks, trust, models, mcp, sandbox, debug, completion])
 )
 
 export const run = Command.run(agent, { name: "agent", version: VERSION })

@@ -1,7 +1,7 @@
 import type { BusEvent, Part, SessionID } from "@agent/domain"
 
 /**
- * OpenCode's `run --format json` event shapes, one object per line, plus `retry` and `part_removed`:
+ * OpenCode's `run --format json` event shapes, one object per line, plus `retry`, `hook` and `part_removed`:
  * a retried model call discards what its failed attempt produced, and a part already printed is
  * taken back, so the lines add up to what the session stores. `printed` holds the parts printed so far.
  */
@@ -17,6 +17,11 @@ export const jsonEvent = (sessionID: SessionID, event: BusEvent, printed: Set<st
   if (event.type === "message.part.removed" && event.properties.sessionID === sessionID) {
     const { messageID, partID } = event.properties
     return printed.delete(partID) ? { type: "part_removed", ...base, messageID, partID } : undefined
+  }
+  // A hook's run (docs/hooks.md); SessionEnd's comes after the run, as the runtime closes.
+  if (event.type === "hook.ran" && (event.properties.sessionID === undefined || event.properties.sessionID === sessionID)) {
+    const { sessionID: _own, ...hook } = event.properties
+    return { type: "hook", ...base, ...hook }
   }
   const line = partEvent(sessionID, event, base)
   if (line) printed.add(line.part.id)

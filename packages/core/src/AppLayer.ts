@@ -7,6 +7,7 @@ import { ApprovalStore } from "./permission/ApprovalStore.js"
 import { PermissionPolicy } from "./permission/PermissionPolicy.js"
 import { PermissionService } from "./permission/PermissionService.js"
 import { Bus } from "./runtime/Bus.js"
+import { Hooks } from "./hooks/Hooks.js"
 import { Instance } from "./runtime/Instance.js"
 import * as Tracing from "./runtime/Tracing.js"
 import { CommandRegistry } from "./session/CommandRegistry.js"
@@ -80,6 +81,7 @@ export type AppServices =
   | Snapshot
   | SessionChanges
   | SessionLoop
+  | Hooks
   | CommandRegistry
   | AgentGenerator
 
@@ -117,7 +119,8 @@ export const makeAppLayer = <PolicyError = never>(
   const withTools = BuiltinTools.layer(options.tools ?? []).pipe(Layer.provideMerge(services))
   const withCompaction = Compaction.layer.pipe(Layer.provideMerge(withTools))
   const permissions = PermissionService.layer.pipe(Layer.provideMerge(withCompaction))
-  const changes = SessionChanges.layer.pipe(Layer.provideMerge(permissions), Layer.provideMerge(SessionStatuses.layer))
+  const hooked = Hooks.layer.pipe(Layer.provideMerge(permissions))
+  const changes = SessionChanges.layer.pipe(Layer.provideMerge(hooked), Layer.provideMerge(SessionStatuses.layer))
   const loop = SessionLoop.layer.pipe(Layer.provideMerge(changes))
   return Layer.mergeAll(CommandRegistry.layer, AgentGenerator.layer).pipe(Layer.provideMerge(loop))
 }

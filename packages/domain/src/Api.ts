@@ -1,3 +1,4 @@
+// Over 500 lines: the whole HTTP API, its bodies and groups, is one declaration the server and its client derive from.
 /**
  * The HTTP API of `agent serve`, shared by the server (which implements it) and the
  * CLI's `--attach` client (which derives a typed client from it). Paths, bodies and

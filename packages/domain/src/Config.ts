@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { HooksConfig } from "./Hooks.js"
 import { AgentMode, parseModelRef } from "./Agent.js"
 import { PermissionConfig } from "./Permission.js"
 import { SandboxConfig } from "./Sandbox.js"
@@ -318,7 +319,9 @@ export const Config = Schema.Struct({
   /** Where the store lives (docs/storage.md): `url` a PostgreSQL URL; unset, the SQLite file. `AGENT_DATABASE_URL` wins. */
   database: Schema.optional(Schema.Struct({ url: Schema.optional(Schema.String) })),
   /** What exported spans may carry (docs/telemetry.md). */
-  telemetry: Schema.optional(TelemetryConfig)
+  telemetry: Schema.optional(TelemetryConfig),
+  /** Hooks in Claude Code's shape; every file's run (a project's once it is trusted): docs/hooks.md. */
+  hooks: Schema.optional(HooksConfig)
 })
 export type Config = typeof Config.Type
 

@@ -123,6 +123,22 @@ export const CommandExecuted = event("command.executed", {
   messageID: MessageID
 })
 
+/**
+ * A hook ran (docs/hooks.md): its event, the command (or URL), its exit code (absent when it timed
+ * out or could not start; an HTTP hook's is its status), how long it took, and what it decided.
+ */
+export const HookRan = event("hook.ran", {
+  sessionID: Schema.optional(SessionID),
+  event: Schema.String,
+  command: Schema.String,
+  exitCode: Schema.optional(Schema.Number),
+  durationMs: Schema.Number,
+  /** allow, deny, ask, block, context, error, timeout, or none. */
+  decision: Schema.String,
+  /** Shown to the user: a non-blocking error or the hook's systemMessage. */
+  message: Schema.optional(Schema.String)
+})
+
 /** Why a run ended: done, rejected by the user, failed, aborted, or stopped by a limit. */
 export const RunStopReason = Schema.Literal("completed", "rejected", "error", "aborted", "steps", "duration", "stall", "budget")
 export type RunStopReason = typeof RunStopReason.Type
@@ -171,7 +187,8 @@ export const BusEvent = Schema.Union(
   SnapshotDisabled,
   SandboxBlocked,
   CommandExecuted,
-  PromptFinished
+  PromptFinished,
+  HookRan
 )
 export type BusEvent = typeof BusEvent.Type
 export type BusEventType = BusEvent["type"]

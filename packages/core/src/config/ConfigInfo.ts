@@ -1,4 +1,4 @@
-import type { ConfigSource, Config, PermissionConfig } from "@agent/domain"
+import type { ConfigSource, Config, HookScope, HooksConfig, PermissionConfig } from "@agent/domain"
 import type { Substitutions } from "./ConfigRedaction.js"
 
 // What loading the configuration yields: the decoded config with the provenance of its values.
@@ -29,6 +29,14 @@ export interface ConfigInfo {
    * wrote it: the enterprise policy. Absent when the managed dir sets no permission.
    */
   readonly managed?: ManagedPermission
+  /** Each file's `hooks`, lowest precedence first, with its scope (a project's run once it is trusted). */
+  readonly hooks?: ReadonlyArray<HookSource>
+}
+
+export interface HookSource {
+  readonly file: string
+  readonly scope: HookScope
+  readonly hooks: HooksConfig
 }
 
 export interface ManagedPermission {

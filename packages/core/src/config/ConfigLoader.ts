@@ -1,4 +1,4 @@
-import { Config, ConfigError, PermissionConfig } from "@agent/domain"
+import { Config, ConfigError, type HookScope, HooksConfig, PermissionConfig } from "@agent/domain"
 import { Either, ParseResult, Schema } from "effect"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -16,7 +16,7 @@ import {
   readText,
   type Source
 } from "./ConfigFiles.js"
-import type { ConfigInfo } from "./ConfigInfo.js"
+import type { ConfigInfo, HookSource } from "./ConfigInfo.js"
 import { jsonSource, PLUGINS_DO_NOT_RUN } from "./ConfigJson.js"
 import { markdownSource } from "./ConfigMarkdown.js"
 import { mergeInto, Provenance, type SourceAt } from "./ConfigMerge.js"
@@ -105,13 +105,16 @@ export const load = (instance: InstanceInfo): ConfigInfo => {
   const merged: JsonObject = {}
   const prov = new Provenance()
 
-  const apply = (source: Source) => {
+  // Hooks are kept per file too: each file's run (none replaces another's), and where one came from decides whether it runs.
+  const hookSources: Array<HookSource> = []
+  const apply = (source: Source, scope: HookScope = "user") => {
     mergeInto(merged, source.value, [], source.locate, prov)
     sources.push(source.file)
+    if (source.value.hooks !== undefined) hookSources.push(decodeHooks(source, scope))
   }
-  const applyFile = (file: string) => {
+  const applyFile = (file: string, scope: HookScope = "user") => {
     const text = readText(file)
-    if (text !== undefined) apply(jsonSource(file, text, path.dirname(file), ctx))
+    if (text !== undefined) apply(jsonSource(file, text, path.dirname(file), ctx), scope)
   }
   const applyMarkdown = (dir: string) => {
     for (const sub of ["agent", "agents"]) {
@@ -147,7 +150,7 @@ export const load = (instance: InstanceInfo): ConfigInfo => {
   // 3. Project files, root first.
   const projectEnabled = !isEnvFlag(instance.env.AGENT_DISABLE_PROJECT_CONFIG)
   const dirs = projectEnabled ? projectDirs(instance) : []
-  for (const dir of dirs) for (const name of CONFIG_FILES) applyFile(path.join(dir, name))
+  for (const dir of dirs) for (const name of CONFIG_FILES) applyFile(path.join(dir, name), "project")
 
   // 4. Config directories. The global dir's JSON was loaded in step 1; it adds markdown only.
   if (isDirectory(instance.paths.config)) {
@@ -159,7 +162,7 @@ export const load = (instance: InstanceInfo): ConfigInfo => {
       const configDir = path.join(dir, sub)
       if (!isDirectory(configDir)) continue
       directories.push(configDir)
-      for (const name of CONFIG_FILES) applyFile(path.join(configDir, name))
+      for (const name of CONFIG_FILES) applyFile(path.join(configDir, name), "project")
       applyMarkdown(configDir)
     }
   }
@@ -183,7 +186,7 @@ export const load = (instance: InstanceInfo): ConfigInfo => {
     const text = readText(file)
     if (text === undefined) continue
     const source = jsonSource(file, text, path.dirname(file), ctx)
-    apply(source)
+    apply(source, "managed")
     mergeInto(managed, source.value, [], source.locate, managedProv)
   }
   legacyToolsToPermission(managed, managedProv)
@@ -202,8 +205,23 @@ export const load = (instance: InstanceInfo): ConfigInfo => {
     directories,
     origin: (p) => prov.origin(p),
     substitutions: ctx.substitutions,
+    hooks: hookSources,
     ...(policy === undefined ? {} : { managed: { permission: policy, origin: (p) => managedProv.origin(p) } })
   }
+}
+
+const decodeHooksConfig = Schema.decodeUnknownEither(Schema.Struct({ hooks: HooksConfig }), { errors: "all", onExcessProperty: "error" })
+
+/** One file's `hooks`, decoded on its own so an error names that file. */
+const decodeHooks = (source: Source, scope: HookScope): HookSource => {
+  const value: JsonObject = { hooks: source.value.hooks }
+  const decoded = decodeHooksConfig(value)
+  if (Either.isLeft(decoded)) {
+    const prov = new Provenance()
+    mergeInto({}, value, [], source.locate, prov)
+    throw validationError(decoded.left, prov)
+  }
+  return { file: source.file, scope, hooks: decoded.right.hooks }
 }
 
 const decodeManagedPermission = Schema.decodeUnknownEither(Schema.Struct({ permission: Schema.optional(PermissionConfig) }), {

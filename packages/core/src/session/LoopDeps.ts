@@ -8,6 +8,7 @@ import { Compaction } from "../context/Compaction.js"
 import { InstructionLoader } from "../context/InstructionLoader.js"
 import { SkillRegistry } from "../context/SkillRegistry.js"
 import { ConfigService } from "../config/ConfigService.js"
+import { Hooks } from "../hooks/Hooks.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
 import { LLMService } from "../llm/LLMService.js"
@@ -61,6 +62,8 @@ export interface LoopDeps {
   readonly instance: Service<typeof Instance>
   readonly snapshots: Service<typeof Snapshot>
   readonly sessionChanges: Service<typeof SessionChanges>
+  /** Hooks (docs/hooks.md); `hooks.active` false: the loop adds nothing for them. */
+  readonly hooks: Service<typeof Hooks>
   /** Work that outlives a run (title generation): interrupted with the layer. */
   readonly background: FiberSet.FiberSet
   readonly settings: LoopSettings
@@ -104,6 +107,7 @@ export const makeLoopDeps = Effect.gen(function*() {
     instance: yield* Instance,
     snapshots: yield* Snapshot,
     sessionChanges: yield* SessionChanges,
+    hooks: yield* Hooks,
     background: yield* FiberSet.make(),
     settings: {
       retryAttempts: config.retry?.attempts ?? DEFAULT_RETRY_ATTEMPTS,

@@ -8,6 +8,7 @@ import type { LiveMessage } from "../llm/MessageConversion.js"
 import type { ResolvedModel } from "../llm/ProviderRegistry.js"
 import type * as Tool from "../tool/Tool.js"
 import * as Decisions from "./Decisions.js"
+import { beforeCompact, onStop } from "./HookEvents.js"
 import type { LoopDeps } from "./LoopDeps.js"
 import { type Ending, errorOf, type LoopError, type RunOptions, type RunOutcome, type StopReason, StopRun, stopRun } from "./LoopTypes.js"
 import { finishMessage, makeRunState, type RunState, takeIncoming, touch, writePart } from "./RunState.js"
@@ -56,6 +57,7 @@ const guards = (state: RunState, agent: Agent) =>
 /** Replaces the run's history by [tail, summary request, summary] (+ a nudge to go on). */
 const compactHistory = (env: RunEnv, state: RunState, input: { model: ResolvedModel; user: UserMessage; auto: boolean; overflow: boolean }) =>
   Effect.gen(function*() {
+    yield* beforeCompact(env.deps, state.sessionID, input.auto)
     const result = yield* env.deps.compaction.compact({ sessionID: state.sessionID, history: state.history, ...input }).pipe(
       Effect.catchAll((error) => stopRun("error", errorOf("CompactionError", `Summarizing the session failed: ${error.message}`)))
     )
@@ -75,6 +77,20 @@ const compactHistory = (env: RunEnv, state: RunState, input: { model: ResolvedMo
     }
   })
 
+/** A Stop hook blocked: its reason goes to the model as a new user message, and the run goes on. */
+const continueAfterStopHook = (env: RunEnv, state: RunState, reason: string) =>
+  Effect.gen(function*() {
+    const user = Decisions.latestUser(state.history)
+    if (!user) return
+    const message = yield* env.createUserMessage({
+      sessionID: state.sessionID,
+      parts: [{ type: "text", text: reason, synthetic: true }],
+      agent: user.info.agent,
+      model: user.info.model
+    }).pipe(Effect.orDie)
+    state.history.push(message)
+  })
+
 /** Summarizes, or stops the run when a summary just made was not enough (Decisions.compactionTrigger). */
 const onOverflow = (env: RunEnv, state: RunState, input: { model: ResolvedModel; user: UserMessage; overflow: boolean }) =>
   state.compactedWithoutStep
@@ -88,7 +104,12 @@ const steps = (env: RunEnv, state: RunState): Effect.Effect<Ending, LoopError | 
     const auto = deps.compaction.auto
     for (let step = 1;; step++) {
       takeIncoming(state)
-      if (Decisions.isDone(state.history)) return { reason: "completed" as const }
+      if (Decisions.isDone(state.history)) {
+        const stop = yield* onStop(deps, state)
+        if (stop._tag === "Stop") return { reason: "completed" as const }
+        yield* continueAfterStopHook(env, state, stop.reason)
+        continue
+      }
       const user = Decisions.latestUser(state.history)
       if (!user) return { reason: "completed" as const }
       state.usage.steps = step

@@ -38,6 +38,8 @@ export interface RunState {
   filesChanged: boolean
   /** A summary was made and no real step followed yet (a second one in a row would not help). */
   compactedWithoutStep: boolean
+  /** Stop hooks that blocked the agent from stopping, in a row (HookEvents.onStop). */
+  stopHookBlocks: number
 }
 
 export const makeRunState = (input: {
@@ -62,7 +64,8 @@ export const makeRunState = (input: {
   stepFiles: input.stepFiles,
   toolFibers: input.toolFibers,
   filesChanged: false,
-  compactedWithoutStep: false
+  compactedWithoutStep: false,
+  stopHookBlocks: 0
 })
 
 export const touch = (state: RunState) => void (state.lastActivity = Date.now())

@@ -8,6 +8,7 @@ import { Compaction } from "../context/Compaction.js"
 import { InstructionLoader } from "../context/InstructionLoader.js"
 import { SkillRegistry } from "../context/SkillRegistry.js"
 import { ConfigService } from "../config/ConfigService.js"
+import { Hooks } from "../hooks/Hooks.js"
 import * as Prompts from "../runtime/Prompts.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
@@ -24,7 +25,9 @@ import { Mcp } from "../mcp/Mcp.js"
 import { ToolRegistry } from "../tool/ToolRegistry.js"
 import { Truncation } from "../tool/Truncation.js"
 import * as Task from "../tools/Task.js"
+import { beforePrompt } from "./HookEvents.js"
 import { type LoopDeps, makeLoopDeps } from "./LoopDeps.js"
+import { errorOf } from "./LoopTypes.js"
 import type { LoopError, PromptInput, RunOptions, RunOutcome } from "./LoopTypes.js"
 import { run, type RunEnv, type RunRequest } from "./Run.js"
 import { type LoopControl, subagentPort } from "./Subagent.js"
@@ -84,6 +87,7 @@ export class SessionLoop extends Context.Tag("@agent/core/SessionLoop")<SessionL
     | Snapshot
     | SessionChanges
     | SessionStatuses
+    | Hooks
   > = Layer.scoped(SessionLoop, make())
 }
 
@@ -181,7 +185,11 @@ function make() {
     const prompt = Effect.fn("SessionLoop.prompt")(function*(input: PromptInput) {
       // A new prompt ends a revert: the hidden messages are removed for good.
       if (!runners.has(input.sessionID)) yield* sessionChanges.cleanup(input.sessionID)
-      const message = yield* env.createUserMessage(input)
+      const hooked = yield* beforePrompt(deps, input)
+      if (hooked._tag === "Blocked") {
+        return { reason: "rejected" as const, error: errorOf("HookBlockedError", `A UserPromptSubmit hook blocked the prompt: ${hooked.reason}`), usage: noUsage() }
+      }
+      const message = yield* env.createUserMessage(hooked.input)
       if (input.noReply) return { reason: "completed" as const, usage: noUsage() }
       const running = runners.get(input.sessionID)
       if (running) {

@@ -21,6 +21,7 @@ import { offeredTools } from "./OfferedTools.js"
 import { requestMessages } from "./Request.js"
 import { finishMessage, type RunState, startAssistantMessage, touch, writePart } from "./RunState.js"
 import { type FinishStep, makeStepProcessor } from "./StepProcessor.js"
+import { hookInterceptor } from "./HookInterceptor.js"
 import { checkRepeat, runToolCall, type StepCalls } from "./ToolCall.js"
 import { keepParent, tracedWith } from "../runtime/Tracing.js"
 import * as GenAiSpans from "./GenAiSpans.js"
@@ -233,7 +234,7 @@ const attemptBody = (
       ruleset: input.ruleset,
       toolRules: Permission.merge(input.ruleset, deps.policy.rules),
       abort: abort.signal,
-      interceptors: [],
+      interceptors: deps.hooks.active ? [hookInterceptor(() => calls)] : [],
       outcome: { blocked: false }
     }
     const tools = yield* toolRunner(calls)

@@ -30,6 +30,8 @@ export interface ToolCallInterceptor {
   readonly before?: (call: ToolCallInfo, params: unknown) => Effect.Effect<unknown, Tool.ToolFailure>
   /** After it ran: may change the result, or turn it into a failure. */
   readonly after?: (call: ToolCallInfo, result: Tool.ToolResult) => Effect.Effect<Tool.ToolResult, Tool.ToolFailure>
+  /** After it failed (not when `before` refused it): may change the failure. */
+  readonly failed?: (call: ToolCallInfo, failure: Tool.ToolFailure) => Effect.Effect<Tool.ToolFailure>
   /** Around each permission ask of the call: may answer it itself, or pass it on (`next`). */
   readonly permission?: (
     call: ToolCallInfo,
@@ -146,7 +148,16 @@ export const execute = (step: StepCalls, tool: Tool.Tool, call: ToolCallInfo, in
         Effect.succeed(params)
       )
     ),
-    Effect.flatMap((params) => tool.execute(params, context)),
+    Effect.flatMap((params) =>
+      step.interceptors.length === 0 ? tool.execute(params, context) : Effect.catchAll(tool.execute(params, context), (failure) =>
+        Effect.flatMap(
+          step.interceptors.reduce<Effect.Effect<Tool.ToolFailure>>(
+            (done, interceptor) => interceptor.failed ? Effect.flatMap(done, (value) => interceptor.failed!(call, value)) : done,
+            Effect.succeed(failure)
+          ),
+          Effect.fail
+        ))
+    ),
     Effect.flatMap((result) =>
       step.interceptors.reduce<Effect.Effect<Tool.ToolResult, Tool.ToolFailure>>(
         (done, interceptor) => interceptor.after ? Effect.flatMap(done, (value) => interceptor.after!(call, value)) : done,
