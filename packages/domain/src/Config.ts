@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { AgentMode, parseModelRef } from "./Agent.js"
+import { ApproverConfig, NotifyConfig } from "./Approval.js"
 import { PermissionConfig } from "./Permission.js"
 import { SandboxConfig } from "./Sandbox.js"
 
@@ -308,7 +309,14 @@ export const Config = Schema.Struct({
   snapshot: Schema.optional(Schema.Boolean),
   snapshot_store: Schema.optional(SnapshotStoreConfig),
   /** The OS sandbox of the processes the agent starts (docs/sandbox.md). */
-  sandbox: Schema.optional(SandboxConfig)
+  sandbox: Schema.optional(SandboxConfig),
+  /**
+   * `permission.approver` in a file (moved here while the file is read, so that `permission` stays a
+   * map of rules): who answers the asks of a run nobody watches (docs/permissions.md).
+   */
+  approver: Schema.optional(ApproverConfig),
+  /** Webhooks told of permission asks, run ends and limit stops (docs/configuration.md). */
+  notify: Schema.optional(NotifyConfig)
 })
 export type Config = typeof Config.Type
 
@@ -330,7 +338,8 @@ export const ConfigIgnoredKeys: ReadonlySet<string> = new Set([
   "tui"
 ])
 
-export const ConfigKeys: ReadonlySet<string> = new Set(Object.keys(Config.fields))
+/** The top-level keys a file may hold (`approver` is written `permission.approver`). */
+export const ConfigKeys: ReadonlySet<string> = new Set(Object.keys(Config.fields).filter((key) => key !== "approver"))
 
 /** Where one effective config value came from. */
 export const ConfigSource = Schema.Struct({
