@@ -43,10 +43,13 @@ const targetOf = (entry: NotifyTarget): Target =>
 
 /**
  * `{{field}}` replaced by the notification's field (empty when it has none). In a JSON template
- * (one that starts with `{` or `[`) the values are escaped as the inside of a JSON string.
+ * the values are escaped as the inside of a JSON string.
  */
+/** A template that starts with `{` (not a `{{field}}`) or `[` is JSON. */
+const isJsonTemplate = (template: string) => /^\s*(\{(?!\{)|\[)/.test(template)
+
 export const renderTemplate = (template: string, notification: Notification): string => {
-  const json = /^\s*[{[]/.test(template)
+  const json = isJsonTemplate(template)
   return template.replace(/\{\{\s*([a-zA-Z_]+)\s*\}\}/g, (_, field: string) => {
     const value = notification[field]
     const text = value === undefined ? "" : String(value)
@@ -59,7 +62,7 @@ export const bodyOf = (target: Pick<Target, "template">, notification: Notificat
     ? { body: JSON.stringify(notification), contentType: "application/json" }
     : {
       body: renderTemplate(target.template, notification),
-      contentType: /^\s*[{[]/.test(target.template) ? "application/json" : "text/plain; charset=utf-8"
+      contentType: isJsonTemplate(target.template) ? "application/json" : "text/plain; charset=utf-8"
     }
 
 const post = (target: Target, notification: Notification) => {

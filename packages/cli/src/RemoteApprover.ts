@@ -181,7 +181,7 @@ const verdictOf = (settings: ApproverSettings, request: PermissionRequest, outco
       } satisfies Verdict
     }
     const answer: PermissionAnswer = { reply: settings.fallback === "allow" ? "once" : "reject" }
-    const what = `${request.permission} ${summaryOf(request).replace(/^[^:]*: /, "")}`
+    const what = `${request.permission} ${request.patterns.join(", ")}`
     const why = outcome._tag === "Timeout"
       ? `no answer from the approver (${describeSettings(settings)}) within ${settings.timeout} s`
       : `the approver could not be reached: ${outcome.error}`

@@ -2,15 +2,15 @@
 // (the `result` event's `permission_denials`), the `init` event that opens a JSON run, and the
 // notifications `notify` sends. Effect only: loaded by both Run.ts and Attach.ts.
 import type { BusEventOf, DecidedBy, PermissionRequest } from "@agent/domain"
-import type { ApproverSettings } from "./ApproverSettings.js"
-import { summaryOf } from "./ApproverSettings.js"
+import { type ApproverSettings, summaryOf } from "./ApproverSettings.js"
 import type { Notification } from "./Notify.js"
 import type { PermissionDenial, RunReport } from "./RunResult.js"
 
 /** A denial of an ask: who decided, and what it was about. */
 export const askDenial = (request: PermissionRequest, decidedBy: DecidedBy): PermissionDenial => ({
   tool: request.permission,
-  input: summaryOf(request).replace(/^[^:]*: /, ""),
+  // The patterns, as the rules saw them (a rule's denial can name nothing else).
+  input: request.patterns.join(", "),
   sessionID: request.sessionID,
   ...(request.tool ? { callID: request.tool.callID } : {}),
   decidedBy

@@ -236,15 +236,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           yield* settle(entry, input.reply, Effect.void)
         })
 
-        // Shutting down: nobody is left to answer.
-        yield* Effect.addFinalizer(() =>
-          Effect.forEach([...pending.values()], (entry) =>
-            // A held ask is not answered "reject" for a person: its asker hears the server went away.
-            entry.held
-              ? Effect.zipRight(Effect.sync(() => pending.delete(entry.request.id)), Deferred.interrupt(entry.deferred))
-              : settle(entry, "reject", Effect.fail(new RejectedError({ requestID: entry.request.id })))
-          )
-        )
+        yield* Effect.addFinalizer(() => releaseAll(pending, settle))
 
         return {
           ask,
@@ -260,6 +252,16 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
       })
     )
 }
+
+/** Shutting down: nobody is left to answer. A held ask is not answered "reject" for a person: its asker hears the server went away. */
+const releaseAll = (
+  pending: Map<string, Pending>,
+  settle: (entry: Pending, reply: PermissionReply, result: Effect.Effect<void, RejectedError | CorrectedError>) => Effect.Effect<void>
+) =>
+  Effect.forEach([...pending.values()], (entry) =>
+    entry.held
+      ? Effect.zipRight(Effect.sync(() => pending.delete(entry.request.id)), Deferred.interrupt(entry.deferred))
+      : settle(entry, "reject", Effect.fail(new RejectedError({ requestID: entry.request.id }))))
 
 /** The event that says a rule denied a call, and which rule (from which file). */
 const deniedEvent = (asked: AskInput, rule: PermissionRule, pattern: string) => {
