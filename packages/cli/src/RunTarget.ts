@@ -27,7 +27,7 @@ import * as LiveProgress from "./LiveProgress.js"
 import type { RunInput } from "./RunCommand.js"
 import * as RunResult from "./RunResult.js"
 import { askOnTerminal, type PermissionAnswer } from "./ApprovalPrompt.js"
-import { approverSettings, type ApproverSettings } from "./ApproverSettings.js"
+import { approverSettings, type ApproverSettings, describeSettings } from "./ApproverSettings.js"
 import { makeNotifier, type Notifier } from "./Notify.js"
 import { askApprover } from "./RemoteApprover.js"
 import * as RunApprovals from "./RunApprovals.js"
@@ -264,6 +264,7 @@ const holdForApprover = <E>(run: Run<E>, request: PermissionRequest, approver: A
     const settings: ApproverSettings = request.requiresPerson === undefined
       ? approver
       : { ...(approver.server ? { server: approver.server } : {}), timeout: approver.timeout, fallback: "deny" }
+    yield* Console.error(`agent: permission asked for ${describeRequest(request)}; waiting up to ${settings.timeout} s for ${describeSettings(settings)}`)
     const fiber = yield* askApprover(settings, request, run.target.directory).pipe(
       Effect.tap((verdict) =>
         Effect.sync(() => {

@@ -45,6 +45,7 @@ describe("agent run --approver (an agent serve answers)", () => {
       ], { concurrency: 2 })
       expect(result.code, result.stderr).toBe(0)
       expect(ask).toMatchObject({ permission: "read", patterns: ["secret.txt"], metadata: { remote: true, directory: box.instance.directory } })
+      expect(result.stderr).toContain(`agent: permission asked for read "secret.txt"; waiting up to 300 s for agent serve at ${served.url}`)
       const lines = events(result.stdout)
       expect(lines.at(-1)).toMatchObject({ type: "result", status: "completed", text: "It says 42.", permission_denials: [] })
       expect(lines.find((line) => line.type === "tool_use")!.part.state.status).toBe("completed")
