@@ -180,7 +180,11 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
         Effect.asVoid,
         Effect.catchAll(warn(`could not abort the run on the server (session ${sessionID})`))
       ),
-    totals: (sessionID) => client.session.get({ path: { id: sessionID }, urlParams: {} }).pipe(Effect.timeout("5 seconds"), Effect.option)
+    totals: (sessionID) => client.session.get({ path: { id: sessionID }, urlParams: {} }).pipe(Effect.timeout("5 seconds"), Effect.option),
+    // The server holds its own asks and configuration: the approver and `notify` are a local run's.
+    approverConfig: undefined,
+    notifyConfig: undefined,
+    describe: (agent, model) => Effect.succeed({ model: model ?? null, agent: agent ?? null, tools: null, mcpServers: null, hooks: [] })
   }
 }
 

@@ -4,14 +4,20 @@ import {
   ApprovalStore,
   Bus,
   CommandRegistry,
+  ConfigService,
   Instance,
   makeAppLayer,
+  Mcp,
+  Permission,
+  PermissionPolicy,
   PermissionService,
+  ProviderRegistry,
   QuestionService,
   SessionLoop,
-  SessionStore
+  SessionStore,
+  ToolRegistry
 } from "@agent/core"
-import { AgentNotFound, parseModelRef, type SessionID } from "@agent/domain"
+import { type Agent, AgentNotFound, type DefaultAgentError, parseModelRef, type SessionID } from "@agent/domain"
 import { Effect, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -19,6 +25,7 @@ import { type AgentChoice, checkAgent, fallbackChoice } from "./AgentChoice.js"
 import { UsageError } from "./ExitCode.js"
 import { modelSource } from "./Replay.js"
 import type { RunInput } from "./RunCommand.js"
+import type { RunDescription } from "./RunApprovals.js"
 import type { RunReport } from "./RunResult.js"
 import { answerOf, atTerminal, type RunTarget, runOn, type TurnRequest } from "./RunTarget.js"
 
@@ -61,6 +68,35 @@ const localTarget = Effect.gen(function*() {
   const instance = yield* Instance
   const agents = yield* AgentRegistry
   const approvals = yield* ApprovalStore
+  const config = yield* (yield* ConfigService).get()
+  const providers = yield* ProviderRegistry
+  const tools = yield* ToolRegistry
+  const mcp = yield* Mcp
+  const policy = yield* PermissionPolicy
+
+  /** For the `init` event: what the run will use, as far as it is known before the first step. */
+  const describe = (wanted: string | undefined, modelFlag: string | undefined) =>
+    Effect.gen(function*() {
+      const chosen: Effect.Effect<Agent, AgentNotFound | DefaultAgentError> = wanted === undefined ? agents.defaultAgent() : agents.get(wanted)
+      const agent = yield* Effect.option(chosen)
+      const modelRef = modelFlag !== undefined
+        ? Option.some(modelFlag)
+        : Option.isSome(agent) && agent.value.model
+        ? Option.some(`${agent.value.model.providerID}/${agent.value.model.modelID}`)
+        : yield* providers.defaultModel().pipe(Effect.map((ref) => `${ref.providerID}/${ref.modelID}`), Effect.option)
+      const rules = Option.isSome(agent) ? Permission.merge(agent.value.permission, policy.rules) : policy.rules
+      const ids = (yield* tools.all()).map((tool) => tool.id)
+      const hidden = Permission.disabled(ids, rules)
+      const servers = yield* mcp.status()
+      return {
+        model: Option.getOrNull(modelRef),
+        agent: Option.isSome(agent) ? agent.value.name : null,
+        tools: ids.filter((id) => !hidden.has(id)),
+        mcpServers: Object.entries(servers).map(([name, status]) => ({ name, status: status.status })),
+        // The hooks in force go here once hooks exist (their listing, as `agent hooks list` shows it).
+        hooks: []
+      } satisfies RunDescription
+    })
 
   const chooseAgent = (wanted: string | undefined) =>
     Effect.gen(function*() {
@@ -119,6 +155,9 @@ const localTarget = Effect.gen(function*() {
       (answers === undefined ? questions.reject(request.id) : questions.reply(request.id, answers)).pipe(Effect.ignore),
     turn,
     abort: (sessionID) => loop.abort(sessionID),
-    totals: (sessionID) => store.get(sessionID).pipe(Effect.option)
+    totals: (sessionID) => store.get(sessionID).pipe(Effect.option),
+    approverConfig: config.approver,
+    notifyConfig: config.notify,
+    describe
   } satisfies RunTarget<unknown>
 })

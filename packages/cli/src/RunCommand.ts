@@ -44,6 +44,20 @@ export const runConfig = {
     ),
     Options.optional
   ),
+  approver: Options.text("approver").pipe(
+    Options.withDescription(
+      "with no terminal, send permission asks to this `agent serve` and wait for someone to answer them there (credentials as for --attach); see docs/permissions.md"
+    ),
+    Options.optional
+  ),
+  approverTimeout: Options.integer("approver-timeout").pipe(
+    Options.withDescription("seconds to wait for the approver's answer (default 300, or permission.approver.timeout)"),
+    Options.optional
+  ),
+  approverFallback: Options.choice("approver-fallback", ["deny", "allow"]).pipe(
+    Options.withDescription("what an ask nobody answered in time becomes (default deny: the run stops, exit 3)"),
+    Options.optional
+  ),
   record: Options.text("record").pipe(
     Options.withDescription("write every model call of the run to this file (a cassette), to replay it later with --replay"),
     Options.optional
@@ -69,6 +83,10 @@ export const runCommand = Command.make("run", runConfig, (input): RunEffect => {
   const url = Option.getOrUndefined(input.attach)
   const report = makeReport()
   const replaying = Option.isSome(input.record) ? "--record" : Option.isSome(input.replay) ? "--replay" : undefined
+  if (url !== undefined && Option.isSome(input.approver)) {
+    const error = new UsageError({ message: "--approver cannot be used with --attach (the server holds the asks: answer them there)" })
+    return Effect.fail(error).pipe(endsWithResult(input.format === "json", report))
+  }
   if (url !== undefined && replaying !== undefined) {
     const error = new UsageError({ message: `${replaying} cannot be used with --attach (the server talks to its own model)` })
     return Effect.fail(error).pipe(endsWithResult(input.format === "json", report))

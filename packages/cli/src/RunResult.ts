@@ -1,9 +1,22 @@
 // The `result` event that ends every `agent run --format json`, however the run ends.
 // Loaded with the command definitions (see RunCommand.ts): effect only, nothing of the runtime.
+import type { DecidedBy } from "@agent/domain"
 import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { ExitCode, failureOf } from "./ExitCode.js"
+
+/** A tool call that did not run for want of permission, and who decided (`permission_denials`). */
+export interface PermissionDenial {
+  /** The permission (the tool's, e.g. `bash`, `edit`). */
+  readonly tool: string
+  /** What the call would have touched: the command, the file, the patterns. */
+  readonly input: string
+  /** The session that asked (a subagent's own). */
+  readonly sessionID: string
+  readonly callID?: string
+  readonly decidedBy: DecidedBy
+}
 
 /** What has been printed of the current prompt's ending so far; one per `agent run`. */
 export interface RunReport {
@@ -11,9 +24,11 @@ export interface RunReport {
   sessionID: string | undefined
   /** Whether the current prompt's result event is out (each prompt of `-i` gets one). */
   printed: boolean
+  /** The current prompt's denials, in the order they were decided. */
+  denials: Array<PermissionDenial>
 }
 
-export const makeReport = (): RunReport => ({ sessionID: undefined, printed: false })
+export const makeReport = (): RunReport => ({ sessionID: undefined, printed: false, denials: [] })
 
 export interface ResultFields {
   readonly status: string
@@ -29,7 +44,13 @@ export interface ResultFields {
 export const printResult = (report: RunReport, fields: ResultFields) =>
   Effect.suspend(() => {
     report.printed = true
-    return Console.log(JSON.stringify({ type: "result", timestamp: Date.now(), sessionID: report.sessionID ?? null, ...fields }))
+    return Console.log(JSON.stringify({
+      type: "result",
+      timestamp: Date.now(),
+      sessionID: report.sessionID ?? null,
+      ...fields,
+      permission_denials: report.denials
+    }))
   })
 
 /**

@@ -3,10 +3,12 @@
 import { attachmentMime, MAX_ATTACHMENT_BYTES } from "@agent/core/tool/Attachment"
 import {
   type AgentNotFound,
+  type ApproverConfig,
   type BusEvent,
   type DefaultAgentError,
   type MessageError,
   type ModelRef,
+  type NotifyConfig,
   parseModelRef,
   type Part,
   type PermissionRequest,
@@ -15,7 +17,7 @@ import {
   type SessionID,
   type TokenUsage
 } from "@agent/domain"
-import { Console, Effect, Option, type Scope, Stream } from "effect"
+import { Console, Effect, Fiber, Option, type Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { AgentChoice } from "./AgentChoice.js"
@@ -25,6 +27,10 @@ import * as LiveProgress from "./LiveProgress.js"
 import type { RunInput } from "./RunCommand.js"
 import * as RunResult from "./RunResult.js"
 import { askOnTerminal, type PermissionAnswer } from "./ApprovalPrompt.js"
+import { approverSettings, type ApproverSettings, describeSettings } from "./ApproverSettings.js"
+import { makeNotifier, type Notifier } from "./Notify.js"
+import { askApprover } from "./RemoteApprover.js"
+import * as RunApprovals from "./RunApprovals.js"
 import { answerOnTerminal, describeRequest, readPrompt, readStdin } from "./RunTerminal.js"
 
 /** A part of the user's message: the text, and the `-f` files. */
@@ -81,6 +87,12 @@ export interface RunTarget<E> {
   readonly turn: (request: TurnRequest) => Effect.Effect<TurnOutcome, E | UsageError>
   /** Stops the session's run: tools are cancelled, their parts marked interrupted. */
   readonly abort: (sessionID: SessionID) => Effect.Effect<void>
+  /** `permission.approver` of the configuration in force (none for `--attach`: the server holds its asks). */
+  readonly approverConfig: ApproverConfig | undefined
+  /** `notify` of the configuration in force. */
+  readonly notifyConfig: NotifyConfig | undefined
+  /** The model, agent, tools, MCP servers and hooks of a run, for the `init` event. */
+  readonly describe: (agent: string | undefined, model: string | undefined) => Effect.Effect<RunApprovals.RunDescription>
   /** The session's token and cost totals, for the result event. */
   readonly totals: (sessionID: SessionID) => Effect.Effect<Option.Option<{ readonly tokens?: TokenUsage | undefined; readonly cost?: number | undefined }>>
 }
@@ -156,6 +168,11 @@ interface Run<E> {
   readonly view: LiveProgress.LiveProgress | undefined
   /** Parts already printed as JSON events (each once). */
   readonly printedParts: Set<string>
+  /** Who answers asks when nobody is at the terminal (none: they are rejected). */
+  readonly approver: ApproverSettings | undefined
+  readonly notifier: Notifier
+  /** Asks the approver holds, by request id: withdrawn when the run answers them otherwise. */
+  readonly holding: Map<string, Fiber.RuntimeFiber<void>>
 }
 
 /** The session the run goes to: `--session`, `--continue`'s latest or a new one; forked with `--fork`. */
@@ -198,7 +215,7 @@ const showEvent = <E>(run: Run<E>, event: BusEvent) =>
     }
   })
 
-/** Answers a question or permission the run asks: at the terminal, by `--auto-approve`, or rejected. */
+/** Answers a question or permission the run asks: at the terminal, by `--auto-approve`, by the approver, or rejected. */
 const answerAsk = <E>(run: Run<E>, event: BusEvent) =>
   Effect.gen(function*() {
     const { input, target } = run
@@ -207,28 +224,61 @@ const answerAsk = <E>(run: Run<E>, event: BusEvent) =>
       const answers = run.terminal ? yield* asking(run, answerOnTerminal(event.properties)) : undefined
       yield* target.replyQuestion(event.properties, answers)
     }
+    if (event.type === "permission.denied") return RunApprovals.recordDenial(run.report, RunApprovals.eventDenial(event))
+    if (event.type === "permission.replied") {
+      // Answered here (or withdrawn): the approver's hold on it ends.
+      const held = run.holding.get(event.properties.requestID)
+      if (held) yield* Fiber.interrupt(held)
+      return
+    }
     if (event.type !== "permission.asked") return
     const request = event.properties
+    yield* run.notifier.send(RunApprovals.askNotification(request, target.directory))
     if (input.autoApprove && request.requiresPerson === undefined) {
       if (!target.approvesItself) yield* target.replyPermission(request, { reply: "once" })
     } else if (run.terminal) {
-      yield* target.replyPermission(request, yield* asking(run, askOnTerminal(request, target.approvals)))
-    } else if (request.requiresPerson !== undefined) {
-      yield* asking(
-        run,
-        Console.error(
-          `agent: permission asked for ${describeRequest(request)}; rejected: only a person may approve it (${request.requiresPerson}), and there is no terminal to ask${input.autoApprove ? "; --auto-approve does not answer it" : ""}`
-        )
-      )
-      yield* target.replyPermission(request, { reply: "reject" })
+      const answer = yield* asking(run, askOnTerminal(request, target.approvals))
+      if (answer.reply === "reject") {
+        RunApprovals.recordDenial(run.report, RunApprovals.askDenial(request, { type: "person", via: "terminal", ...(answer.message ? { message: answer.message } : {}) }))
+      }
+      yield* target.replyPermission(request, answer)
+    } else if (run.approver !== undefined && (request.requiresPerson === undefined || run.approver.server !== undefined)) {
+      yield* holdForApprover(run, request, run.approver)
     } else {
       // No one can answer: reject, and say so where a script's author will look.
-      yield* asking(
-        run,
-        Console.error(`agent: permission asked for ${describeRequest(request)}; rejected (no terminal to ask; pass --auto-approve to allow)`)
-      )
+      const line = request.requiresPerson !== undefined
+        ? `agent: permission asked for ${describeRequest(request)}; rejected: only a person may approve it (${request.requiresPerson}), and there is no terminal to ask${input.autoApprove ? "; --auto-approve does not answer it" : ""}`
+        : `agent: permission asked for ${describeRequest(request)}; rejected (no terminal to ask; pass --auto-approve to allow)`
+      yield* asking(run, Console.error(line))
+      RunApprovals.recordDenial(run.report, RunApprovals.askDenial(request, { type: "headless" }))
       yield* target.replyPermission(request, { reply: "reject" })
     }
+  })
+
+/**
+ * A headless ask goes to the approver, on its own fiber so the run's events go on being shown.
+ * An ask only a person may answer goes to the server alone (a webhook may be a script) and never
+ * to an `allow` fallback.
+ */
+const holdForApprover = <E>(run: Run<E>, request: PermissionRequest, approver: ApproverSettings) =>
+  Effect.gen(function*() {
+    const settings: ApproverSettings = request.requiresPerson === undefined
+      ? approver
+      : { ...(approver.server ? { server: approver.server } : {}), timeout: approver.timeout, fallback: "deny" }
+    yield* Console.error(`agent: permission asked for ${describeRequest(request)}; waiting up to ${settings.timeout} s for ${describeSettings(settings)}`)
+    const fiber = yield* askApprover(settings, request, run.target.directory).pipe(
+      Effect.tap((verdict) =>
+        Effect.sync(() => {
+          run.holding.delete(request.id)
+          if (verdict.answer.reply === "reject") RunApprovals.recordDenial(run.report, RunApprovals.askDenial(request, verdict.decidedBy))
+        })
+      ),
+      Effect.flatMap((verdict) => run.target.replyPermission(request, verdict.answer)),
+      Effect.ensuring(Effect.sync(() => run.holding.delete(request.id))),
+      Effect.catchAllCause((cause) => Effect.logError("permission approver stopped", cause)),
+      Effect.forkScoped
+    )
+    run.holding.set(request.id, fiber)
   })
 
 /** The end of a turn: the result event, or the answer on stdout and any failure on stderr. */
@@ -260,6 +310,7 @@ const runTurn = <E>(run: Run<E>, parts: ReadonlyArray<PromptPart>, command?: { r
   Effect.gen(function*() {
     const { input, sessionID, target, view } = run
     run.report.printed = false
+    run.report.denials = []
     if (view) view.start()
     const outcome = yield* target.turn({
       sessionID,
@@ -282,6 +333,7 @@ const runTurn = <E>(run: Run<E>, parts: ReadonlyArray<PromptPart>, command?: { r
     )
     const code = exitCodeOf(outcome.reason)
     yield* printResult(run, outcome, code)
+    yield* run.notifier.send(RunApprovals.endNotification(sessionID, target.directory, { ...outcome, exitCode: code }))
     return code
   })
 
@@ -297,6 +349,12 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
     // Before stdin is waited for or a session touched: a bad agent choice is a configuration problem.
     const chosen = yield* target.chooseAgent(Option.getOrUndefined(input.agent))
     if (chosen.note) yield* Console.error(`agent: ${chosen.note}`)
+    const approver = approverSettings(target.approverConfig, {
+      ...(Option.isSome(input.approver) ? { approver: input.approver.value } : {}),
+      ...(Option.isSome(input.approverTimeout) ? { timeout: input.approverTimeout.value } : {}),
+      ...(Option.isSome(input.approverFallback) ? { fallback: input.approverFallback.value } : {})
+    }, process.env)
+    if (typeof approver === "string") return yield* new UsageError({ message: approver })
 
     const wantsStdin = input.message.includes("-")
     const piped = yield* readStdin(wantsStdin)
@@ -324,7 +382,15 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
         columns: () => process.stdout.columns || 80
       })
       : undefined
-    const run: Run<E> = { input, target, report, sessionID, chosen, json, terminal, view, printedParts: new Set() }
+    const notifier = yield* makeNotifier(target.notifyConfig)
+    const run: Run<E> = {
+      input, target, report, sessionID, chosen, json, terminal, view, printedParts: new Set(), approver, notifier, holding: new Map()
+    }
+    if (json) {
+      const description = yield* target.describe(chosen.agent, Option.getOrUndefined(input.model))
+      const mode = RunApprovals.permissionMode({ autoApprove: input.autoApprove, terminal, approver })
+      yield* Console.log(JSON.stringify(RunApprovals.initEvent(sessionID, target.directory, description, mode)))
+    }
 
     // Every event of the run, from before the prompt, so nothing is missed.
     const events = yield* target.subscribe(sessionID)
@@ -334,6 +400,15 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
       Effect.forkScoped
     )
 
+    const code = yield* runTurns(run, text, files)
+    yield* notifier.settle
+    return code
+  }).pipe(Effect.scoped)
+
+/** The flags' prompt, then with `-i` the ones typed after it; the exit code of the last. */
+const runTurns = <E>(run: Run<E>, text: string, files: ReadonlyArray<PromptPart>) =>
+  Effect.gen(function*() {
+    const { input } = run
     let code: number = ExitCode.ok
     if (Option.isSome(input.command)) code = yield* runTurn(run, files, { name: input.command.value, arguments: text })
     else if (text || files.length > 0) code = yield* runTurn(run, [...(text ? [{ type: "text" as const, text }] : []), ...files])
@@ -344,4 +419,4 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
       if (line === undefined || EXIT_COMMANDS.has(line.trim())) return code
       if (line.trim()) code = yield* runTurn(run, [{ type: "text", text: line.trim() }])
     }
-  }).pipe(Effect.scoped)
+  })

@@ -73,9 +73,9 @@ describe("agent run --attach", () => {
       expect(result.code, result.stderr).toBe(0)
       const lines = events(result.stdout)
       expect(lines.map((line) => line.type), result.stdout).toEqual([
-        "step_start", "text", "tool_use", "step_finish", "step_start", "text", "step_finish", "result"
+        "init", "step_start", "text", "tool_use", "step_finish", "step_start", "text", "step_finish", "result"
       ])
-      expect(lines[2]!.part.state).toMatchObject({ status: "completed", title: "notes.txt" })
+      expect(lines[3]!.part.state).toMatchObject({ status: "completed", title: "notes.txt" })
       expect(lines.at(-1)).toMatchObject({ type: "result", status: "completed", exitCode: 0, text: "The notes say hello.", steps: 2 })
       expect(lines.at(-1)!.tokens).toBeDefined()
       expect(JSON.stringify(model.requests[before]!.messages)).toContain("the brief")

@@ -14,9 +14,9 @@ describe("agent run", () => {
       expect(result.code, result.stderr).toBe(0)
       const lines = events(result.stdout)
       expect(lines.map((line) => line.type), result.stdout).toEqual([
-        "step_start", "text", "tool_use", "step_finish", "step_start", "text", "step_finish", "result"
+        "init", "step_start", "text", "tool_use", "step_finish", "step_start", "text", "step_finish", "result"
       ])
-      expect(lines[2]!.part.state).toMatchObject({ status: "completed", title: "notes.txt" })
+      expect(lines[3]!.part.state).toMatchObject({ status: "completed", title: "notes.txt" })
       expect(lines.every((line) => typeof line.timestamp === "number" && line.sessionID.startsWith("ses_"))).toBe(true)
       expect(lines.at(-1)).toMatchObject({ type: "result", status: "completed", exitCode: 0, text: "The notes say hello." })
     }))
@@ -202,6 +202,6 @@ describe("agent run output", () => {
       const result = yield* agent(box, ["run", "--format", "json", "hello"])
       expect(result.code, result.stderr).toBe(0)
       expect(result.stderr).toMatch(/level=WARN .*MCP server broken/)
-      expect(events(result.stdout).map((line) => line.type)).toEqual(["step_start", "text", "step_finish", "result"])
+      expect(events(result.stdout).map((line) => line.type)).toEqual(["init", "step_start", "text", "step_finish", "result"])
     }))
 })

@@ -10,6 +10,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import { Agent, ModelRef } from "./Agent.js"
+import { RemoteAskBody, RemoteAskStream } from "./Approval.js"
 import { CommandInfo, CommandInput } from "./Command.js"
 import { Config } from "./Config.js"
 import { McpServerStatus, QuestionRequest, Todo } from "./Event.js"
@@ -409,6 +410,8 @@ export class PermissionApi extends HttpApiGroup.make("permission")
       .addSuccess(Schema.Boolean)
       .addError(NotFoundError)
   )
+  // An ask of another process, held until answered (docs/server.md): a text/event-stream of RemoteAskFrame.
+  .add(HttpApiEndpoint.post("remote", "/permission/remote").setPayload(RemoteAskBody).addSuccess(RemoteAskStream).addError(BadRequestError))
 {}
 
 export class QuestionApi extends HttpApiGroup.make("question")

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HooksConfig } from "./Hooks.js"
 import { AgentMode, parseModelRef } from "./Agent.js"
+import { ApproverConfig, NotifyConfig } from "./Approval.js"
 import { PermissionConfig } from "./Permission.js"
 import { SandboxConfig } from "./Sandbox.js"
 
@@ -321,7 +322,14 @@ export const Config = Schema.Struct({
   /** What exported spans may carry (docs/telemetry.md). */
   telemetry: Schema.optional(TelemetryConfig),
   /** Hooks in Claude Code's shape; every file's run (a project's once it is trusted): docs/hooks.md. */
-  hooks: Schema.optional(HooksConfig)
+  hooks: Schema.optional(HooksConfig),
+  /**
+   * `permission.approver` in a file (moved here while the file is read, so that `permission` stays a
+   * map of rules): who answers the asks of a run nobody watches (docs/permissions.md).
+   */
+  approver: Schema.optional(ApproverConfig),
+  /** Webhooks told of permission asks, run ends and limit stops (docs/configuration.md). */
+  notify: Schema.optional(NotifyConfig)
 })
 export type Config = typeof Config.Type
 
@@ -343,7 +351,8 @@ export const ConfigIgnoredKeys: ReadonlySet<string> = new Set([
   "tui"
 ])
 
-export const ConfigKeys: ReadonlySet<string> = new Set(Object.keys(Config.fields))
+/** The top-level keys a file may hold (`approver` is written `permission.approver`). */
+export const ConfigKeys: ReadonlySet<string> = new Set(Object.keys(Config.fields).filter((key) => key !== "approver"))
 
 /** Where one effective config value came from. */
 export const ConfigSource = Schema.Struct({

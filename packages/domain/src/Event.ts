@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { DecidedBy } from "./Approval.js"
 import { MessageID, PartID, PermissionID, SessionID } from "./Ids.js"
 import { Message, MessageError, Part } from "./Message.js"
 import { PermissionReply, PermissionRequest, PermissionToolRef } from "./Permission.js"
@@ -60,6 +61,17 @@ export const PermissionReplied = event("permission.replied", {
   sessionID: SessionID,
   requestID: PermissionID,
   reply: PermissionReply
+})
+/**
+ * A tool call may not run, and who decided (this runtime's addition): a rule (published by
+ * PermissionService), a hook, a person, or an approver's timeout or fallback.
+ */
+export const PermissionDenied = event("permission.denied", {
+  sessionID: SessionID,
+  permission: Schema.String,
+  patterns: Schema.Array(Schema.String),
+  tool: Schema.optional(PermissionToolRef),
+  decidedBy: DecidedBy
 })
 export const TodoUpdated = event("todo.updated", { sessionID: SessionID, todos: Schema.Array(Todo) })
 /** One choice offered with a question. */
@@ -177,6 +189,7 @@ export const BusEvent = Schema.Union(
   PartRemoved,
   PermissionAsked,
   PermissionReplied,
+  PermissionDenied,
   QuestionAsked,
   QuestionReplied,
   QuestionRejected,

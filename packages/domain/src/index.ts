@@ -1,4 +1,5 @@
 export * from "./Agent.js"
+export * from "./Approval.js"
 export * from "./Command.js"
 export * from "./Config.js"
 export * from "./Event.js"

@@ -111,9 +111,22 @@ export const normalizeConfig = (
     out.experimental = experimental
   }
   if (out.permission !== undefined) out.permission = normalizePermission(out.permission, ["permission"], remap)
+  liftApprover(out, remap)
   if (out.agent !== undefined) out.agent = normalizeAgentMap(out.agent, ["agent"], remap)
   if (out.mode !== undefined) out.mode = normalizeAgentMap(out.mode, ["mode"], remap)
   return out
+}
+
+/**
+ * `permission.approver` is not a rule: it moves to the top-level `approver` (provenance still names
+ * `permission.approver`), so that `permission` stays OpenCode's map of rules for every reader.
+ */
+const liftApprover = (out: JsonObject, remap: Remap) => {
+  if (!isObject(out.permission) || !Object.hasOwn(out.permission, "approver")) return
+  const { approver, ...rules } = out.permission
+  out.permission = rules
+  out.approver = approver
+  remap.set(pathKey(["approver"]), ["permission", "approver"])
 }
 
 export const PLUGINS_DO_NOT_RUN = "plugins do not run in this runtime; the list is only shown by `agent debug config`"

@@ -72,7 +72,9 @@ const validationError = (error: ParseResult.ParseError, prov: Provenance): Confi
       : [...new Set(same.map((issue) => issue.message))].join("; ")
   }
   const origin = prov.origin(p)
-  return configError(origin?.file ?? "merged config", detail, origin?.line, p.join("."))
+  // `approver` is written `permission.approver` (ConfigJson moves it): the key as the user wrote it.
+  const key = p[0] === "approver" ? ["permission", ...p] : p
+  return configError(origin?.file ?? "merged config", detail, origin?.line, key.join("."))
 }
 
 

@@ -1,5 +1,6 @@
 import {
   CorrectedError,
+  type DecidedBy,
   DeniedError,
   type PermissionID,
   type PermissionReply,
@@ -9,9 +10,10 @@ import {
   type PermissionRuleset,
   type PermissionToolRef,
   RejectedError,
+  type RemoteAskBody,
   type SessionID
 } from "@agent/domain"
-import { Context, Deferred, Effect, Layer, Ref } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Option, Ref } from "effect"
 import { ApprovalStore } from "./ApprovalStore.js"
 import * as Identifier from "../runtime/Identifier.js"
 import * as Wildcard from "../runtime/Wildcard.js"
@@ -65,9 +67,16 @@ export interface ReplyInput {
 
 export type AskError = DeniedError | RejectedError | CorrectedError
 
+/** How an ask held for another process ended (`hold`). */
+export type HoldOutcome =
+  | { readonly _tag: "Replied"; readonly reply: PermissionReply; readonly message?: string }
+  | { readonly _tag: "Timeout" }
+
 interface Pending {
   readonly request: PermissionRequest
-  readonly deferred: Deferred.Deferred<void, RejectedError | CorrectedError>
+  readonly deferred: Deferred.Deferred<PermissionReply, RejectedError | CorrectedError>
+  /** Held for another process (`hold`): its "always" is that process's to keep, not this project's. */
+  readonly held: boolean
 }
 
 /**
@@ -82,6 +91,15 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
     readonly ask: (input: AskInput) => Effect.Effect<void, AskError>
     readonly reply: (input: ReplyInput) => Effect.Effect<void, PermissionRequestNotFound>
     readonly list: () => Effect.Effect<ReadonlyArray<PermissionRequest>>
+    /**
+     * An ask another process decided to ask (`agent run --approver`): pending here like this
+     * runtime's own (listed, published, answered by `reply`) until answered or `timeout`; no rule
+     * of this runtime is applied, and an "always" is not stored here. `onAsked` gets its id.
+     */
+    readonly hold: (
+      input: RemoteAskBody,
+      onAsked: (id: PermissionID) => Effect.Effect<void>
+    ) => Effect.Effect<HoldOutcome>
     /** Approvals given with "always" for this project (persisted). */
     readonly approvals: () => Effect.Effect<PermissionRuleset>
   }
@@ -107,8 +125,21 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           Effect.gen(function*() {
             pending.delete(entry.request.id)
             yield* publishReplied(entry.request, reply)
-            yield* Deferred.complete(entry.deferred, result)
+            yield* Deferred.complete(entry.deferred, Effect.as(result, reply))
           })
+
+        /** Pending before it is published: a client may answer as soon as it sees the event. */
+        const open = (request: PermissionRequest, held: boolean) =>
+          Effect.gen(function*() {
+            const entry: Pending = { request, deferred: yield* Deferred.make<PermissionReply, RejectedError | CorrectedError>(), held }
+            pending.set(request.id, entry)
+            yield* audit(request, "ask", { requestID: request.id })
+            yield* bus.publish({ type: "permission.asked", properties: request })
+            return entry
+          })
+
+        /** The caller went away (aborted, disconnected, timed out): withdraw the request so no client keeps showing it. */
+        const withdraw = (entry: Pending) => pending.has(entry.request.id) ? settle(entry, "reject", Effect.void) : Effect.void
 
         const ask = Effect.fn("PermissionService.ask")(function*(asked: AskInput) {
           const sandboxed = asked.sandboxed === true
@@ -117,6 +148,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           const decision = decide(input, policyRules, yield* Ref.get(approved))
           if (decision._tag === "Deny") {
             yield* audit(input, "deny", { rule: decision.rule })
+            yield* bus.publish(deniedEvent(asked, decision.rule, decision.pattern))
             return yield* new DeniedError({
               permission: input.permission,
               pattern: decision.pattern,
@@ -147,17 +179,9 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             yield* audit(request, "once", { requestID: request.id })
             return yield* publishReplied(request, "once")
           }
-          const deferred = yield* Deferred.make<void, RejectedError | CorrectedError>()
-          const entry: Pending = { request, deferred }
-          // Pending before it is published: a client may answer as soon as it sees the event.
-          pending.set(request.id, entry)
-          yield* audit(request, "ask", { requestID: request.id })
-          yield* bus.publish({ type: "permission.asked", properties: request })
-          yield* Deferred.await(deferred).pipe(
-            // The caller was aborted: withdraw the request so no client keeps showing it.
-            Effect.onInterrupt(() =>
-              pending.has(request.id) ? settle(entry, "reject", Effect.void) : Effect.void
-            ),
+          const entry = yield* open(request, false)
+          yield* Deferred.await(entry.deferred).pipe(
+            Effect.onInterrupt(() => withdraw(entry)),
             Effect.withSpan("PermissionService.wait", {
               attributes: { permission: request.permission, "session.id": request.sessionID, pattern: request.patterns.join(" ") }
             })
@@ -170,7 +194,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           const { request } = entry
 
           if (input.reply === "reject") {
-            if (input.remember === true && request.always.length > 0) {
+            if (input.remember === true && request.always.length > 0 && !entry.held) {
               const denied = storedRules(request, "deny")
               yield* Ref.update(approved, (rules) => [...rules, ...denied])
               yield* store.add(instance.projectID, denied)
@@ -197,7 +221,7 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
             return
           }
 
-          if (input.reply === "always" && request.always.length > 0) {
+          if (input.reply === "always" && request.always.length > 0 && !entry.held) {
             const added = storedRules(request, "allow")
             const approvals = yield* Ref.updateAndGet(approved, (rules) => [...rules, ...added])
             yield* store.add(instance.projectID, added)
@@ -219,16 +243,12 @@ export class PermissionService extends Context.Tag("@agent/core/PermissionServic
           yield* settle(entry, input.reply, Effect.void)
         })
 
-        // Shutting down: nobody is left to answer.
-        yield* Effect.addFinalizer(() =>
-          Effect.forEach([...pending.values()], (entry) =>
-            settle(entry, "reject", Effect.fail(new RejectedError({ requestID: entry.request.id })))
-          )
-        )
+        yield* Effect.addFinalizer(() => releaseAll(pending, settle))
 
         return {
           ask,
           reply,
+          hold: holdOf(open, withdraw),
           list: Effect.fn("PermissionService.list")(function*() {
             return [...pending.values()].map((entry) => entry.request)
           }),
@@ -248,6 +268,66 @@ const storedRules = (request: PermissionRequest, action: "allow" | "deny"): Perm
     action,
     source: { layer: "approval", note: `always ${action === "allow" ? "allowed" : "rejected"} in session ${request.sessionID}` }
   }))
+/** Shutting down: nobody is left to answer. A held ask is not answered "reject" for a person: its asker hears the server went away. */
+const releaseAll = (
+  pending: Map<string, Pending>,
+  settle: (entry: Pending, reply: PermissionReply, result: Effect.Effect<void, RejectedError | CorrectedError>) => Effect.Effect<void>
+) =>
+  Effect.forEach([...pending.values()], (entry) =>
+    entry.held
+      ? Effect.zipRight(Effect.sync(() => pending.delete(entry.request.id)), Deferred.interrupt(entry.deferred))
+      : settle(entry, "reject", Effect.fail(new RejectedError({ requestID: entry.request.id }))))
+
+/** The event that says a rule denied a call, and which rule (from which file). */
+const deniedEvent = (asked: AskInput, rule: PermissionRule, pattern: string) => {
+  const decidedBy: DecidedBy = {
+    type: "rule",
+    permission: rule.permission,
+    pattern: rule.pattern,
+    ...(rule.source?.layer === undefined ? {} : { layer: rule.source.layer }),
+    ...(rule.source?.file === undefined ? {} : { file: rule.source.file }),
+    ...(rule.source?.key === undefined ? {} : { key: rule.source.key })
+  }
+  return {
+    type: "permission.denied",
+    properties: { sessionID: asked.sessionID, permission: asked.permission, patterns: [pattern], ...(asked.tool ? { tool: asked.tool } : {}), decidedBy }
+  } as const
+}
+
+/** `PermissionService.hold` over the service's own pending list (`open`, `withdraw`). */
+const holdOf = (
+  open: (request: PermissionRequest, held: boolean) => Effect.Effect<Pending>,
+  withdraw: (entry: Pending) => Effect.Effect<void>
+) =>
+  Effect.fn("PermissionService.hold")(function*(input: RemoteAskBody, onAsked: (id: PermissionID) => Effect.Effect<void>) {
+    const request: PermissionRequest = {
+      id: Identifier.ascending("permission") as PermissionID,
+      sessionID: input.sessionID,
+      permission: input.permission,
+      patterns: [...input.patterns],
+      always: [...input.always],
+      metadata: { ...input.metadata, ...(input.directory === undefined ? {} : { directory: input.directory }), remote: true },
+      ...(input.tool ? { tool: input.tool } : {}),
+      time: { created: Date.now() }
+    }
+    const entry = yield* open(request, true)
+    yield* onAsked(request.id)
+    const answered = yield* Deferred.await(entry.deferred).pipe(
+      Effect.map((reply): HoldOutcome => ({ _tag: "Replied", reply })),
+      Effect.catchTags({
+        RejectedError: () => Effect.succeed<HoldOutcome>({ _tag: "Replied", reply: "reject" }),
+        CorrectedError: (error) => Effect.succeed<HoldOutcome>({ _tag: "Replied", reply: "reject", message: error.feedback })
+      }),
+      Effect.timeoutOption(Duration.seconds(input.timeout ?? DEFAULT_HOLD_SECONDS)),
+      Effect.onInterrupt(() => withdraw(entry))
+    )
+    if (Option.isSome(answered)) return answered.value
+    yield* withdraw(entry)
+    return { _tag: "Timeout" } satisfies HoldOutcome
+  })
+
+/** How long `hold` keeps an ask whose body names no timeout. */
+const DEFAULT_HOLD_SECONDS = 300
 
 /** The rules in force for `permission` (the caller's, then the policy's), as a denial explains them. */
 const relevantRulesOf = (policy: PermissionPolicy["Type"]) => (permission: string, ruleset: PermissionRuleset) =>
