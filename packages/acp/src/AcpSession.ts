@@ -188,16 +188,35 @@ export class TurnFailed extends Error {
  */
 export const runTurn = (session: AcpSession, blocks: ReadonlyArray<Acp.ContentBlock>) =>
   Effect.gen(function*() {
-    if (session.turn !== undefined) {
-      return yield* Effect.fail(Acp.RequestError.invalidRequest(undefined, `session ${session.id} is already answering a prompt; cancel it first (session/cancel)`))
-    }
     const services = session.runtime.context
     const loop = Context.get(services, SessionLoop)
     const commands = Context.get(services, CommandRegistry)
     const bus = Context.get(services, Bus)
     const messageID = Identifier.ascending("message") as MessageID
     const turn: Turn = { messageID, cancelled: false, flushed: yield* Deferred.make<void>(), ended: yield* Deferred.make<void>(), asks: new Map() }
+    // Checked and taken with nothing in between: two prompts at once cannot both start.
+    if (session.turn !== undefined) {
+      return yield* Effect.fail(Acp.RequestError.invalidRequest(undefined, `session ${session.id} is already answering a prompt; cancel it first (session/cancel)`))
+    }
     session.turn = turn
+    // Whatever happens to the run (a defect included), the session is free again and the turn over.
+    const release = Effect.suspend(() => {
+      if (session.turn === turn) session.turn = undefined
+      return Deferred.succeed(turn.ended, undefined)
+    })
+    return yield* answerTurn(session, turn, blocks, { loop, commands, bus }).pipe(Effect.ensuring(release))
+  })
+
+/** The run of a turn and its answer (see `runTurn`). */
+const answerTurn = (
+  session: AcpSession,
+  turn: Turn,
+  blocks: ReadonlyArray<Acp.ContentBlock>,
+  services: { readonly loop: SessionLoop["Type"]; readonly commands: CommandRegistry["Type"]; readonly bus: Bus["Type"] }
+) =>
+  Effect.gen(function*() {
+    const { loop, commands, bus } = services
+    const messageID = turn.messageID
     const model = session.model === undefined ? undefined : parseModelRef(session.model)
     const common = { sessionID: session.id, agent: session.mode, messageID, ...(model ? { model } : {}), tools: { question: false } }
     const names = new Set((yield* commands.list()).map((command) => command.name))
@@ -217,8 +236,6 @@ export const runTurn = (session: AcpSession, blocks: ReadonlyArray<Acp.ContentBl
       }
     })
     yield* Deferred.await(turn.flushed).pipe(Effect.timeout("5 seconds"), Effect.ignore)
-    session.turn = undefined
-    yield* Deferred.succeed(turn.ended, undefined)
     if (turn.cancelled) return { stopReason: "cancelled" } satisfies Acp.PromptResponse
     if (Either.isLeft(outcome)) {
       const error = outcome.left

@@ -114,6 +114,24 @@ describe("PermissionService.ask", () => {
       expect(error).toBeInstanceOf(DeniedError)
     }).pipe(Effect.provide(testLayer)))
 
+  it.effect("reject with remember stores a deny: the same call is denied from then on, in any session, without asking", () =>
+    Effect.gen(function*() {
+      const permissions = yield* PermissionService
+      const fiber = yield* Effect.fork(bash(sessionA, "npm publish"))
+      const [request] = yield* waitForPending(1)
+      yield* permissions.reply({ requestID: request!.id, reply: "reject", remember: true })
+      expect(yield* Effect.flip(Fiber.join(fiber))).toBeInstanceOf(RejectedError)
+      const error = yield* Effect.flip(bash(sessionB, "npm install"))
+      expect(error).toBeInstanceOf(DeniedError)
+      expect(yield* permissions.list()).toEqual([])
+      expect(yield* permissions.approvals()).toContainEqual(expect.objectContaining({ permission: "bash", pattern: "npm *", action: "deny" }))
+      // Other commands still ask.
+      const other = yield* Effect.fork(bash(sessionA, "make"))
+      const [asked] = yield* waitForPending(1)
+      yield* permissions.reply({ requestID: asked!.id, reply: "once" })
+      yield* Fiber.join(other)
+    }).pipe(Effect.provide(testLayer)))
+
   it.effect("reject fails the call and every other pending request of the session", () =>
     Effect.gen(function*() {
       const permissions = yield* PermissionService
