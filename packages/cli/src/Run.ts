@@ -5,6 +5,7 @@ import {
   Bus,
   CommandRegistry,
   ConfigService,
+  Hooks,
   Instance,
   makeAppLayer,
   Mcp,
@@ -73,6 +74,7 @@ const localTarget = Effect.gen(function*() {
   const tools = yield* ToolRegistry
   const mcp = yield* Mcp
   const policy = yield* PermissionPolicy
+  const hooks = yield* Hooks
 
   /** For the `init` event: what the run will use, as far as it is known before the first step. */
   const describe = (wanted: string | undefined, modelFlag: string | undefined) =>
@@ -93,8 +95,8 @@ const localTarget = Effect.gen(function*() {
         agent: Option.isSome(agent) ? agent.value.name : null,
         tools: ids.filter((id) => !hidden.has(id)),
         mcpServers: Object.entries(servers).map(([name, status]) => ({ name, status: status.status })),
-        // The hooks in force go here once hooks exist (their listing, as `agent hooks list` shows it).
-        hooks: []
+        // The hooks that run (as `agent hooks list` shows them; an untrusted project's are left out).
+        hooks: hooks.list().filter((hook) => hook.runs).map((hook) => ({ event: hook.event, command: hook.command, source: hook.file }))
       } satisfies RunDescription
     })
 
