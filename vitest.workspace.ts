@@ -10,7 +10,7 @@ const alias = {
 }
 
 export default defineWorkspace(
-  ["domain", "core", "testing", "cli", "server"].map((name) => ({
+  ["domain", "core", "testing", "cli", "server", "web"].map((name) => ({
     resolve: { alias },
     test: {
       name,

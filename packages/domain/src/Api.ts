@@ -190,7 +190,9 @@ export const PathInfo = Schema.Struct({
   state: Schema.String,
   config: Schema.String,
   worktree: Schema.String,
-  directory: Schema.String
+  directory: Schema.String,
+  /** Where "allow always" answers of this project are kept (this runtime's addition; the web page shows it). */
+  approvals: Schema.optional(Schema.String)
 })
 
 /** Where the system prompt's instructions come from, and what reads attached in a session. */
