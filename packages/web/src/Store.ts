@@ -35,6 +35,18 @@ const modelsOf = (config: ConfigModels, agents: ReadonlyArray<Agent>): ReadonlyA
   return [...models]
 }
 
+const loadTranscript = async (sessionID: string) => {
+  const [session, messages, todos, diff, children] = await Promise.all([
+    get<WireSession>(`/session/${sessionID}`),
+    get<ReadonlyArray<MessageWithParts>>(`/session/${sessionID}/message`),
+    get<ReadonlyArray<Todo>>(`/session/${sessionID}/todo`),
+    get<ReadonlyArray<FileDiff>>(`/session/${sessionID}/diff`),
+    // The list has root sessions only; a session's subagents come with it.
+    get<ReadonlyArray<WireSession>>(`/session/${sessionID}/children`)
+  ])
+  return { messages, todos, diff, children: [session, ...children] }
+}
+
 export const createStore = () => {
   const state = signal<ViewState>(emptyState)
   const connection = signal<Connection>("connecting")
@@ -67,15 +79,6 @@ export const createStore = () => {
       flushQueued = true
       queueMicrotask(flush)
     }
-  }
-
-  const loadTranscript = async (sessionID: string) => {
-    const [messages, todos, diff] = await Promise.all([
-      get<ReadonlyArray<MessageWithParts>>(`/session/${sessionID}/message`),
-      get<ReadonlyArray<Todo>>(`/session/${sessionID}/todo`),
-      get<ReadonlyArray<FileDiff>>(`/session/${sessionID}/diff`)
-    ])
-    return { messages, todos, diff }
   }
 
   let depth = 0
@@ -111,7 +114,7 @@ export const createStore = () => {
     return holding(
       () =>
         Promise.all([
-          get<ReadonlyArray<WireSession>>("/session"),
+          get<ReadonlyArray<WireSession>>("/session?limit=500"),
           get<Record<string, SessionStatus>>("/session/status"),
           get<ReadonlyArray<PermissionRequest>>("/permission"),
           get<ReadonlyArray<QuestionRequest>>("/question"),
@@ -131,6 +134,7 @@ export const createStore = () => {
         if (!transcript || !open || openID.peek() !== open) return next
         return {
           ...next,
+          sessions: { ...next.sessions, ...Object.fromEntries(transcript.children.map((child) => [child.id, child])) },
           transcript: { sessionID: open, messages: transcript.messages },
           todos: { [open]: transcript.todos },
           diffs: { [open]: transcript.diff }
@@ -166,6 +170,7 @@ export const createStore = () => {
       if (openID.peek() !== sessionID) return undefined
       return {
         ...current,
+        sessions: { ...current.sessions, ...Object.fromEntries(loadedTranscript.children.map((child) => [child.id, child])) },
         transcript: { sessionID, messages: loadedTranscript.messages },
         todos: { ...current.todos, [sessionID]: loadedTranscript.todos },
         diffs: { ...current.diffs, [sessionID]: loadedTranscript.diff }
