@@ -38,7 +38,8 @@ export const CONTENT_SECURITY_POLICY = [
 const PAGE_HEADERS = {
   "content-security-policy": CONTENT_SECURITY_POLICY,
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // Not no-referrer: Chromium then sends `Origin: null` with the login form, which the origin check refuses.
+  "referrer-policy": "same-origin",
   "x-frame-options": "DENY",
   "cache-control": "no-cache"
 }

@@ -56,6 +56,7 @@ export const loginPage = (options: { readonly next: string; readonly failed: boo
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>agent · log in</title>
+<link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/assets/app.css">
 </head>
 <body class="login">
