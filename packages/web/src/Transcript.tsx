@@ -4,7 +4,8 @@
  */
 import type { Message, Part, ToolPart } from "@agent/domain"
 import { useSignal } from "@preact/signals"
-import { useMemo } from "preact/hooks"
+import { createContext } from "preact"
+import { useContext, useMemo } from "preact/hooks"
 import * as Format from "./Format.js"
 import { renderMarkdown } from "./Markdown.js"
 import type { MessageEntry } from "./ViewState.js"
@@ -36,8 +37,18 @@ export const transcriptRows = (messages: ReadonlyArray<MessageEntry>): ReadonlyA
   return rows
 }
 
+/** Rendered texts, kept while the transcript is on screen: a row scrolled back into view is not parsed again. */
+const MarkdownCache = createContext<Map<string, string> | undefined>(undefined)
+
 const Markdown = (props: { readonly text: string }) => {
-  const html = useMemo(() => renderMarkdown(props.text), [props.text])
+  const cache = useContext(MarkdownCache)
+  const html = useMemo(() => {
+    const known = cache?.get(props.text)
+    if (known !== undefined) return known
+    const rendered = renderMarkdown(props.text)
+    if (cache && cache.size < 5000) cache.set(props.text, rendered)
+    return rendered
+  }, [props.text])
   return <div class="markdown" dangerouslySetInnerHTML={{ __html: html }} />
 }
 
@@ -132,11 +143,14 @@ export const Transcript = (props: {
   readonly revertedFrom?: string
 }) => {
   const rows = useMemo(() => transcriptRows(props.messages), [props.messages])
+  const cache = useMemo(() => new Map<string, string>(), [])
   return (
+    <MarkdownCache.Provider value={cache}>
     <VirtualList
       items={rows}
       keyOf={(row) => row.key}
       follow
+      renderVersion={`${props.revertedFrom ?? ""}:${props.onRevert ? 1 : 0}`}
       class="transcript"
       label="Transcript"
       render={(row) => {
@@ -159,5 +173,6 @@ export const Transcript = (props: {
         return <div class={`part ${row.part.type}${hidden ? " reverted" : ""}`} data-part={row.part.type}><PartView part={row.part} /></div>
       }}
     />
+    </MarkdownCache.Provider>
   )
 }

@@ -5,6 +5,7 @@
  * end as rows grow or arrive (a streaming answer).
  */
 import type { ComponentChildren } from "preact"
+import { memo } from "preact/compat"
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks"
 
 export interface VirtualListProps<A> {
@@ -16,6 +17,8 @@ export interface VirtualListProps<A> {
   readonly follow?: boolean
   readonly class?: string
   readonly label?: string
+  /** Changes when `render` would draw the same item differently (rows are redrawn only when their item or this changes). */
+  readonly renderVersion?: string
 }
 
 /** The first index whose row ends below `y`. */
@@ -30,7 +33,16 @@ const indexAt = (offsets: Float64Array, y: number): number => {
   return low
 }
 
-const Row = (props: { readonly rowKey: string; readonly observer: ResizeObserver; readonly children: ComponentChildren }) => {
+interface RowProps {
+  readonly rowKey: string
+  readonly observer: ResizeObserver
+  readonly item: unknown
+  readonly version: string
+  readonly draw: () => ComponentChildren
+}
+
+/** A row redraws only when its item (or the list's render version) changes, not on every scroll. */
+const Row = memo((props: RowProps) => {
   const element = useRef<HTMLDivElement>(null)
   useLayoutEffect(() => {
     const node = element.current
@@ -38,8 +50,8 @@ const Row = (props: { readonly rowKey: string; readonly observer: ResizeObserver
     props.observer.observe(node)
     return () => props.observer.unobserve(node)
   }, [props.observer])
-  return <div ref={element} data-key={props.rowKey} class="vrow">{props.children}</div>
-}
+  return <div ref={element} data-key={props.rowKey} class="vrow">{props.draw()}</div>
+}, (before, after) => before.item === after.item && before.version === after.version && before.observer === after.observer)
 
 export const VirtualList = <A,>(props: VirtualListProps<A>) => {
   const { items, keyOf, estimate = 80, overscan = 600 } = props
@@ -104,7 +116,10 @@ export const VirtualList = <A,>(props: VirtualListProps<A>) => {
   for (let i = start; i < end; i++) {
     const item = items[i]!
     const key = keyOf(item)
-    rows.push(<Row key={key} rowKey={key} observer={observer}>{props.render(item, i)}</Row>)
+    const index = i
+    rows.push(
+      <Row key={key} rowKey={key} observer={observer} item={item} version={props.renderVersion ?? ""} draw={() => props.render(item, index)} />
+    )
   }
   return (
     <div ref={scroller} class={`vlist ${props.class ?? ""}`} onScroll={onScroll} role="feed" aria-label={props.label} tabIndex={0}>

@@ -10,7 +10,7 @@ import { Effect, Exit, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { Browser, BrowserContext, Page } from "playwright-core"
-import { basic, docsDir, launch, relay, serve, until } from "./browser.js"
+import { basic, docsDir, launch, serve, until } from "./browser.js"
 
 const { text, toolCall, delay } = ScriptedModel
 const PASSWORD = "correct horse"
