@@ -180,6 +180,8 @@ export const createStore = () => {
 
   const start = (signal: AbortSignal) => {
     void loadInfo().catch(() => undefined)
+    // A first paint without waiting for the stream; the load once it is connected is the one that counts.
+    void load()
     void follow({
       onOpen: (resumed) => {
         if (!resumed) void load()
