@@ -13,7 +13,7 @@ const alias = {
 const postgresSetup = fileURLToPath(new URL("./scripts/test/postgres-setup.ts", import.meta.url))
 
 export default defineWorkspace(
-  ["domain", "core", "testing", "cli", "server", "acp"].map((name) => ({
+  ["domain", "core", "testing", "cli", "server", "acp", "web"].map((name) => ({
     resolve: { alias },
     test: {
       name,

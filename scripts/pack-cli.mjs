@@ -6,6 +6,7 @@
 // - bundle/: the CLI bundled by `bundle.mjs --packed`, which expects prompts/ and node_modules/
 //   at the package root;
 // - prompts/: the prompt texts;
+// - packages/web/dist/: the web page of `agent serve` (built by the root `build`);
 // - node_modules/web-tree-sitter, node_modules/tree-sitter-bash (bundled): only the two wasm
 //   files the bash parser loads at run time (their JavaScript is in the bundle; tree-sitter-bash
 //   would otherwise build a native addon nobody uses);
@@ -53,6 +54,8 @@ fs.mkdirSync(stage, { recursive: true })
 
 execFileSync(process.execPath, [path.join(cli, "bundle.mjs"), "--packed", stage], { stdio: "inherit" })
 fs.cpSync(path.join(root, "prompts"), path.join(stage, "prompts"), { recursive: true })
+// The web page `agent serve` serves, where the bundled server looks for it (its checkout position).
+fs.cpSync(path.join(root, "packages", "web", "dist"), path.join(stage, "packages", "web", "dist"), { recursive: true })
 
 /** A bundled dependency holding only the named files of the installed package. */
 const bundleFiles = (name, anchor, files) => {
@@ -81,7 +84,7 @@ writeJson(path.join(stage, "package.json"), {
   description: "The agent command: an AI coding agent for the terminal",
   engines: manifest.engines,
   bin: { agent: "bundle/bin.js" },
-  files: ["bundle", "prompts"],
+  files: ["bundle", "prompts", "packages/web/dist"],
   dependencies: {
     // The versions the checkout runs (and tests) with.
     "better-sqlite3": `^${installed("better-sqlite3", "better-sqlite3", sqliteClient).manifest.version}`,

@@ -28,7 +28,8 @@ export const serve = (flags: ServeInput) =>
       cors: [...(config.server?.cors ?? []), ...flags.cors],
       allowedHosts: [...(config.server?.allowed_hosts ?? []), ...flags.allowedHost],
       ...(instance.env.AGENT_SERVER_PASSWORD ? { password: instance.env.AGENT_SERVER_PASSWORD } : {}),
-      ...(instance.env.AGENT_SERVER_USERNAME ? { username: instance.env.AGENT_SERVER_USERNAME } : {})
+      ...(instance.env.AGENT_SERVER_USERNAME ? { username: instance.env.AGENT_SERVER_USERNAME } : {}),
+      ...(flags.noWeb ? { web: false as const } : {})
     }
     const warning = Server.unsecuredWarning(options)
     if (warning) yield* Console.error(warning)

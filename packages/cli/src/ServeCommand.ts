@@ -20,6 +20,9 @@ export const serveConfig = {
       "A name the Host header may give besides the server's own, e.g. behind a proxy: name (any port), name:port, or * (repeatable)"
     ),
     Options.repeated
+  ),
+  noWeb: Options.boolean("no-web").pipe(
+    Options.withDescription("Serve the API only, without the web page at / (docs/web.md)")
   )
 }
 

@@ -130,4 +130,22 @@ describe("agent serve", () => {
       expect(yield* withHost(served.url, `from-config.internal:${port}`)).toBe(200)
       expect(yield* withHost(served.url, `rebind.evil.example:${port}`)).toBe(403)
     }), 60_000)
+
+  it.scopedLive("the bundled server serves the built web page at /, compressed; --no-web serves the API only", () =>
+    Effect.gen(function*() {
+      const model = yield* MockOpenAIServer.start([])
+      const box = yield* project(model.url)
+      const served = yield* serve(box)
+      const page = yield* Effect.promise(() => fetch(`${served.url}/`))
+      expect(page.status).toBe(200)
+      expect(page.headers.get("content-security-policy")).toContain("script-src 'self'")
+      expect(yield* Effect.promise(() => page.text())).toContain('<script type="module" src="/assets/app.js">')
+      const script = yield* Effect.promise(() => fetch(`${served.url}/assets/app.js`, { headers: { "accept-encoding": "br" } }))
+      expect(script.status).toBe(200)
+      expect(script.headers.get("content-encoding")).toBe("br")
+      const apiOnly = yield* serve(box, ["--no-web"])
+      const root = yield* Effect.promise(() => fetch(`${apiOnly.url}/`))
+      expect(root.status).toBe(404)
+      expect((yield* Effect.promise(() => fetch(`${apiOnly.url}/session`))).status).toBe(200)
+    }), 60_000)
 })

@@ -194,7 +194,8 @@ export const PathInfo = Schema.Struct({
   state: Schema.String,
   config: Schema.String,
   worktree: Schema.String,
-  directory: Schema.String
+  directory: Schema.String,
+  approvals: Schema.optional(Schema.String) // where "allow always" answers are kept (this runtime's addition)
 })
 
 /** Where the system prompt's instructions come from, and what reads attached in a session. */
@@ -457,9 +458,7 @@ export class InstanceApi extends HttpApiGroup.make("instance")
   .add(HttpApiEndpoint.get("skills", "/skill").setUrlParams(Schema.Struct(Directory)).addSuccess(Schema.Array(SkillInfo)))
 {}
 
-/** The event stream: `text/event-stream` of `{id, type, properties}` objects. */
 const McpName = Schema.Struct({ name: Schema.String })
-
 export class McpApi extends HttpApiGroup.make("mcp")
   .add(
     HttpApiEndpoint.post("connect", "/mcp/:name/connect")
@@ -487,6 +486,7 @@ export class McpApi extends HttpApiGroup.make("mcp")
   )
 {}
 
+/** The event stream: `text/event-stream` of `{id, type, properties}` objects. */
 export class EventApi extends HttpApiGroup.make("event")
   .add(
     HttpApiEndpoint.get("subscribe", "/event")

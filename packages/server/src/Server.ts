@@ -18,6 +18,8 @@ import { EventHub, type EventHubOptions } from "./EventHub.js"
 import { ApiHandlers } from "./Handlers.js"
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./JsonDepth.js"
 import * as Origin from "./Origin.js"
+import * as Web from "./Web.js"
+import * as WebLogin from "./WebLogin.js"
 
 export interface ServerOptions {
   /** Absent: 4096, else any free port. 0: any free port. */
@@ -42,6 +44,8 @@ export interface ServerOptions {
   /** A request whose body takes longer to arrive is answered 408 (default 60 s); the response is not limited. */
   readonly requestTimeoutMs?: number
   readonly events?: EventHubOptions
+  /** The web page at `/` (docs/web.md); `false` turns it off (`agent serve --no-web`). Default: on. */
+  readonly web?: Web.WebOptions | false
 }
 
 export const DEFAULT_PORT = 4096
@@ -53,26 +57,34 @@ const isLoopback = (hostname: string) => hostname === "127.0.0.1" || hostname ==
 const jsonError = (status: number, name: string, message: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson({ name, data: { message } }, { status, headers })
 
-/** Basic auth on every route except CORS preflights, checked in constant time per request. */
-const basicAuth = (username: string, password: string) => {
+/** Whether a request carries the credentials: Basic, `?auth_token=<base64 user:pass>`, or the web login's cookie. */
+const credentialsCheck = (username: string, password: string, cookieToken: string) => {
   const expected = Buffer.from(`${username}:${password}`).toString("base64")
-  return HttpMiddleware.make((app) =>
+  return (request: HttpServerRequest.HttpServerRequest): boolean => {
+    const header = request.headers["authorization"] ?? ""
+    const token = header.toLowerCase().startsWith("basic ")
+      ? header.slice(6).trim()
+      : new URL(request.url, "http://localhost").searchParams.get("auth_token") ?? ""
+    const given = Buffer.from(token)
+    const wanted = Buffer.from(expected)
+    if (given.length === wanted.length && timingSafeEqual(given, wanted)) return true
+    const cookie = WebLogin.cookieValue(request.headers["cookie"], WebLogin.COOKIE)
+    return cookie !== undefined && WebLogin.sameSecret(cookie, cookieToken)
+  }
+}
+
+/** Auth on every route except CORS preflights, checked in constant time per request. */
+const basicAuth = (authorized: (request: HttpServerRequest.HttpServerRequest) => boolean) =>
+  HttpMiddleware.make((app) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (request.method === "OPTIONS") return yield* app
-      const header = request.headers["authorization"] ?? ""
-      const token = header.toLowerCase().startsWith("basic ")
-        ? header.slice(6).trim()
-        : new URL(request.url, "http://localhost").searchParams.get("auth_token") ?? ""
-      const given = Buffer.from(token)
-      const wanted = Buffer.from(expected)
-      if (given.length === wanted.length && timingSafeEqual(given, wanted)) return yield* app
-      return jsonError(401, "Unauthorized", "authentication required: HTTP Basic with the server's username and password", {
-        "www-authenticate": 'Basic realm="agent"'
-      })
+      if (authorized(request)) return yield* app
+      // The web page says who it is, so a lapsed login sends it to the login form instead of the browser's Basic dialog.
+      const challenge = request.headers["x-agent-client"] === "web" ? {} : { "www-authenticate": 'Basic realm="agent"' }
+      return jsonError(401, "Unauthorized", "authentication required: HTTP Basic with the server's username and password", challenge)
     })
   )
-}
 
 /**
  * Refuses, before anything else (preflights included), a request that names another host than
@@ -193,16 +205,23 @@ export const layer = (
     : listen(DEFAULT_PORT).pipe(Layer.catchAll(() => listen(0)))
 
   // Applied inside the API app, before its errors become responses: the Host and Origin checks
-  // outermost, then CORS (so even a 401 carries its headers), then auth, then the input guard.
+  // outermost, then CORS (so even a 401 carries its headers), then the web page (which checks auth
+  // itself), then auth, then the input guard.
   const origins = originGuard({ hostname, allowedHosts: options.allowedHosts ?? [], cors: extra })
   const cors = HttpMiddleware.cors({ allowedOrigins: (origin) => extra.has(origin), credentials: true })
-  const auth = options.password ? basicAuth(options.username ?? "agent", options.password) : (app: HttpApp.Default) => app
+  const credentials = options.password ? { username: options.username ?? "agent", password: options.password } : undefined
+  const cookieToken = credentials ? WebLogin.makeToken(WebLogin.newKey(), credentials) : undefined
+  const authorized = credentials && cookieToken ? credentialsCheck(credentials.username, credentials.password, cookieToken) : () => true
+  const auth = credentials ? basicAuth(authorized) : (app: HttpApp.Default) => app
+  const web = options.web === false
+    ? (app: HttpApp.Default) => app
+    : Web.middleware(options.web ?? {}, { authorized, ...(credentials && cookieToken ? { credentials, token: cookieToken } : {}) })
   const checks = guard(options.maxBodyBytes ?? 10 * 1024 * 1024, options.maxJsonDepth ?? MAX_JSON_DEPTH)
 
   return HttpApiBuilder.serve().pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/doc" })),
     // `checks` re-fails the API's typed errors so the API encodes them; the type cannot say so.
-    Layer.provide(HttpApiBuilder.middleware((app) => origins(cors(auth(checks(app) as HttpApp.Default))))),
+    Layer.provide(HttpApiBuilder.middleware((app) => origins(cors(web(auth(checks(app) as HttpApp.Default)))))),
     Layer.provide(HttpApiBuilder.api(AgentApi).pipe(Layer.provide(ApiHandlers))),
     Layer.provide(EventHub.layer(options.events)),
     Layer.provideMerge(http)

@@ -29,6 +29,23 @@ const withContext = (text: string, verdict: Verdict, event: string): string => {
   return extra.length === 0 ? text : `${text}\n\n${extra.join("\n")}`
 }
 
+/** Tells the run's report (`permission_denials`) that a hook refused the call. */
+const publishDenied = (
+  step: StepCalls,
+  call: ToolCallInfo,
+  input: { permission: string; patterns: ReadonlyArray<string>; event: string; reason: string }
+) =>
+  step.deps.bus.publish({
+    type: "permission.denied",
+    properties: {
+      sessionID: step.state.sessionID,
+      permission: input.permission,
+      patterns: [...input.patterns],
+      tool: { messageID: step.message.info.id, callID: call.callID },
+      decidedBy: { type: "hook", event: input.event, reason: input.reason }
+    }
+  })
+
 export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor => {
   const notes: CallNotes = { input: new Map(), allowed: new Set() }
   const base = (call: ToolCallInfo) => {
@@ -58,21 +75,6 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
       ])
     })
 
-  /** Tells the run's report (`permission_denials`) that a hook refused the call. */
-  const publishDenied = (call: ToolCallInfo, input: { permission: string; patterns: ReadonlyArray<string>; event: string; reason: string }) => {
-    const step = getStep()
-    return step.deps.bus.publish({
-      type: "permission.denied",
-      properties: {
-        sessionID: step.state.sessionID,
-        permission: input.permission,
-        patterns: [...input.patterns],
-        tool: { messageID: step.message.info.id, callID: call.callID },
-        decidedBy: { type: "hook", event: input.event, reason: input.reason }
-      }
-    })
-  }
-
   const before = (call: ToolCallInfo, params: unknown): Effect.Effect<unknown, Tool.ToolFailure> =>
     Effect.gen(function*() {
       const { step, hooks, toolName, fields } = base(call)
@@ -88,7 +90,7 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
       if (verdict.stop !== undefined) step.outcome.blocked = true
       if (verdict.decision === "deny" || verdict.stop !== undefined) {
         const reason = verdict.stop !== undefined ? verdict.stop || "the hook stopped the run" : joined(verdict, "no reason given")
-        yield* publishDenied(call, { permission: Permission.permissionOfTool(call.tool), patterns: ["*"], event: "PreToolUse", reason })
+        yield* publishDenied(getStep(), call, { permission: Permission.permissionOfTool(call.tool), patterns: ["*"], event: "PreToolUse", reason })
         return yield* new Tool.ToolExecutionError({
           tool: call.tool,
           detail: `Blocked by a PreToolUse hook: ${verdict.stop !== undefined ? verdict.stop || "the hook stopped the run" : joined(verdict, "no reason given")}`
@@ -135,7 +137,7 @@ export const hookInterceptor = (getStep: () => StepCalls): ToolCallInterceptor =
           fields: { ...fields(notes.input.get(call.callID)), permission: request.permission, patterns: request.patterns }
         })
         if (verdict.decision === "deny" || verdict.decision === "block") {
-          yield* publishDenied(call, { permission: request.permission, patterns: request.patterns, event: "PermissionRequest", reason: joined(verdict, "no reason given") })
+          yield* publishDenied(getStep(), call, { permission: request.permission, patterns: request.patterns, event: "PermissionRequest", reason: joined(verdict, "no reason given") })
           return yield* new CorrectedError({ feedback: `Denied by a PermissionRequest hook: ${joined(verdict, "no reason given")}` })
         }
         if (verdict.decision === "allow" && !personOnly) return

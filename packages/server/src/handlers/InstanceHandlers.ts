@@ -1,4 +1,4 @@
-import { AgentRegistry, CommandRegistry, ConfigService, Instance, InstructionLoader, Mcp, redactSecrets, shownConfig, SkillRegistry, VERSION } from "@agent/core"
+import { AgentRegistry, ApprovalStore, CommandRegistry, ConfigService, Instance, InstructionLoader, Mcp, redactSecrets, shownConfig, SkillRegistry, VERSION } from "@agent/core"
 import { Agent, AgentApi } from "@agent/domain"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
@@ -12,6 +12,7 @@ export const InstanceHandlers = HttpApiBuilder.group(AgentApi, "instance", (hand
     const instance = yield* Instance
     const instructions = yield* InstructionLoader
     const skills = yield* SkillRegistry
+    const approvals = yield* ApprovalStore
     return handlers
       .handle("commands", () => commands.list())
       .handle("instructions", ({ urlParams }) =>
@@ -33,7 +34,8 @@ export const InstanceHandlers = HttpApiBuilder.group(AgentApi, "instance", (hand
           state: instance.paths.data,
           config: instance.paths.config,
           worktree: instance.worktree,
-          directory: instance.directory
+          directory: instance.directory,
+          approvals: approvals.location(instance.projectID)
         }))
       .handle("health", () => Effect.succeed({ healthy: true as const, version: VERSION }))
       .handle("memory", () =>
