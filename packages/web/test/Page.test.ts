@@ -4,11 +4,13 @@
  * mid-stream, and a long transcript. One browser and one server for the file; screenshots of the
  * main views go to docs/web/.
  */
-import { ScriptedModel } from "@agent/testing"
+import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { basic, docsDir, launch, serve, until } from "./browser.js"
 
@@ -154,6 +156,58 @@ describe("the web page", () => {
     expect(tool?.state).toMatchObject({ status: "completed" })
     expect(tool?.state?.output).toContain("approved-by-click")
     await until(async () => ((await page.title()) === "agent" ? true : undefined), 5_000, "the tab title without a count")
+  }, 60_000)
+
+  it("a pipeline's agent run --approver waits on the page; a click allows its command and the run finishes", async () => {
+    const { page, served } = shared
+    // Another project, its own model and database: the run posts its ask to this server and waits.
+    const setup = Effect.gen(function*() {
+      const runModel = yield* MockOpenAIServer.start([
+        [toolCall("bash", { command: "echo from-the-pipeline", description: "Say it" })],
+        "Pipeline done."
+      ])
+      const titles = yield* MockOpenAIServer.start(["A title", "A title"])
+      const provider = (url: string, model: string) => ({ npm: "@ai-sdk/openai-compatible", options: { baseURL: url }, models: { [model]: {} } })
+      return yield* TestInstance.sandbox({
+        files: {
+          "project/agent.json": {
+            model: "mock/m",
+            small_model: "titles/t",
+            provider: { mock: provider(runModel.url, "m"), titles: provider(titles.url, "t") },
+            permission: { bash: "ask" }
+          }
+        }
+      })
+    })
+    const box = await Effect.runPromise(setup.pipe(Scope.extend(scope)))
+    const bin = fileURLToPath(new URL("../../cli/dist/bundle/bin.js", import.meta.url))
+    const child = spawn(process.execPath, [bin, "run", "--approver", served.url, "--format", "json", "say it"], {
+      cwd: box.instance.directory,
+      env: { ...box.instance.env, AGENT_SERVER_USERNAME: "agent", AGENT_SERVER_PASSWORD: PASSWORD } as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    try {
+      await page.goto(`${served.url}/approvals`)
+      const card = page.getByTestId("permission").filter({ hasText: "echo from-the-pipeline" })
+      await card.waitFor({ timeout: 20_000 })
+      const id = await card.getAttribute("data-permission")
+      await page.goto(`${served.url}/permission/${id}`)
+      await page.getByRole("button", { name: "Allow once" }).click()
+      await page.getByTestId("ask-gone").waitFor()
+      expect(await exited, stderr).toBe(0)
+    } finally {
+      child.kill("SIGKILL")
+    }
+    const events = stdout.trim().split("\n").map((line) => JSON.parse(line) as { type: string; part?: { state?: { status: string; output?: string } } } & Record<string, unknown>)
+    const tool = events.find((event) => event.type === "tool_use")
+    expect(tool?.part?.state).toMatchObject({ status: "completed" })
+    expect(tool?.part?.state?.output).toContain("from-the-pipeline")
+    expect(events.at(-1)).toMatchObject({ type: "result", status: "completed", exitCode: 0, text: "Pipeline done." })
   }, 60_000)
 
   it("reject with a message: the model reads it and goes on", async () => {
