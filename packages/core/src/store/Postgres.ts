@@ -46,17 +46,30 @@ const client = (url: string) =>
 const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(Migrations.postgres) })
 
 /**
- * Two processes creating the migrations table at once (one of them loses the race), or one
- * waiting past the lock timeout for another's migrations: tried again.
+ * Processes opening one database at once take turns: each migrates holding a session-level
+ * advisory lock (the client has one connection, so the lock, the migrations and the unlock run on
+ * it), and those that waited find the work done. `CREATE TABLE IF NOT EXISTS` alone is not enough:
+ * two of them race on the catalog ("type ... already exists").
+ */
+const MIGRATION_LOCK = 0x61_67_6e_74 // "agnt"
+
+/**
+ * A lock held past the lock timeout (55P03), or a catalog race with a process of an older version
+ * that migrates without the lock (42P07, 42710, 23505): tried again.
  */
 const isMigrationRace = (error: unknown) => {
   const code = errorCode(error)
-  return code === "42P07" || code === "23505" || code === "55P03"
+  return code === "42P07" || code === "42710" || code === "23505" || code === "55P03"
 }
 
-const migrate = runMigrations.pipe(
-  Effect.retry({ while: isMigrationRace, schedule: Schedule.spaced("100 millis").pipe(Schedule.intersect(Schedule.recurs(5))) })
-)
+const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.acquireUseRelease(
+    sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`,
+    () => runMigrations,
+    () => Effect.ignore(sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`)
+  )).pipe(
+    Effect.retry({ while: isMigrationRace, schedule: Schedule.spaced("100 millis").pipe(Schedule.intersect(Schedule.recurs(5))) })
+  )
 
 const appliedVersion = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql<{ id: number | null }>`SELECT max(migration_id) AS id FROM effect_sql_migrations`).pipe(
