@@ -1,7 +1,7 @@
 // `agent acp`: the runtime as an Agent Client Protocol agent on a pair of byte streams (the
 // process's stdio). Built on the SDK's v1-stable app API; the bus events of each runtime are
 // turned into `session/update`s in this process, by one pump per runtime.
-import { Bus, ConfigService, EditorFiles, type EditorFilesShape, Instance, makeAppLayer, providerCatalog, VERSION } from "@agent/core"
+import { Bus, ConfigService, EditorFiles, EditorTerminal, Instance, makeAppLayer, providerCatalog, VERSION } from "@agent/core"
 import type { BusEvent, ConfigError, SessionID } from "@agent/domain"
 import * as Acp from "@agentclientprotocol/sdk"
 import { Cause, Context, Deferred, Effect, Exit, Layer, Option, Runtime, type Scope, Stream } from "effect"
@@ -9,6 +9,7 @@ import type { AcpOptions, ClientFeatures } from "./AcpOptions.js"
 import { type AcpRuntime, makeAcpRuntimes } from "./AcpRuntimes.js"
 import { type AcpPeer, type AcpSession, askEditor, cancelTurn, runTurn, sessionOf, showEvent } from "./AcpSession.js"
 import { makeSessionOps } from "./AcpSessionOps.js"
+import { clientFiles, clientTerminal, type PortDeps } from "./AcpEditorPorts.js"
 
 
 /** The connection's state: its sessions (by their id and their subagents' ids) and the client's features. */
@@ -101,15 +102,23 @@ export const serveAcp = (options: AcpOptions): Effect.Effect<void, never, Scope.
         yield* showEvent(peer, session, event)
       })
 
-    const editorFiles = clientFiles(state, () => client)
+    const ports: PortDeps = {
+      target: (sessionID) => state.sessions.get(sessionID) ?? state.owners.get(sessionID as SessionID),
+      own: (sessionID) => state.sessions.get(sessionID),
+      features: () => state.features,
+      client: () => client
+    }
+    const editorFiles = Layer.succeed(EditorFiles, clientFiles(ports))
+    const editorTerminal = Layer.succeed(EditorTerminal, clientTerminal(ports))
     const appLayer = options.appLayer ?? ((instance: Layer.Layer<Instance>) => makeAppLayer({ instance }))
     const runtimes = yield* makeAcpRuntimes({
       ...options,
-      // Runtimes are built after `initialize`: what the client offered is known.
-      appLayer: (instance) =>
-        state.features.readTextFile || state.features.writeTextFile
-          ? appLayer(instance).pipe(Layer.provide(Layer.succeed(EditorFiles, editorFiles)))
-          : appLayer(instance)
+      // Runtimes are built after `initialize`: what the client offered is known. Without it, the ports keep their local defaults.
+      appLayer: (instance) => {
+        const { readTextFile, writeTextFile, terminal } = state.features
+        const withFiles = readTextFile || writeTextFile ? appLayer(instance).pipe(Layer.provide(editorFiles)) : appLayer(instance)
+        return terminal ? withFiles.pipe(Layer.provide(editorTerminal)) : withFiles
+      }
     }, pump)
     const ops = makeSessionOps({ options, runtimes, sessions: state.sessions, peer, features: () => state.features, scope })
 
@@ -190,27 +199,3 @@ const authMethods = (options: AcpOptions) =>
       description: provider.problem ?? (provider.credentials ? `key from ${provider.credentials}` : "no key needed")
     }))
   })
-
-/** The client's files, when it offered them: the edit and write tools read and write through the editor. */
-const clientFiles = (state: Connection, current: () => Acp.AgentContext | undefined): EditorFilesShape => {
-  const target = (sessionID: string) => state.sessions.get(sessionID) ?? state.owners.get(sessionID as SessionID)
-  const failure = (error: unknown) => (error instanceof Error ? error : new Error(String(error)))
-  return {
-    read: (sessionID, file) => {
-      const session = target(sessionID)
-      const editor = current()
-      if (!state.features.readTextFile || session === undefined || editor === undefined) return Effect.succeed(undefined)
-      return Effect.tryPromise({ try: () => editor.request("fs/read_text_file", { sessionId: session.id, path: file }), catch: failure }).pipe(
-        Effect.map((response) => response.content)
-      )
-    },
-    write: (sessionID, file, content) => {
-      const session = target(sessionID)
-      const editor = current()
-      if (!state.features.writeTextFile || session === undefined || editor === undefined) return Effect.succeed(false)
-      return Effect.tryPromise({ try: () => editor.request("fs/write_text_file", { sessionId: session.id, path: file, content }), catch: failure }).pipe(
-        Effect.as(true)
-      )
-    }
-  }
-}

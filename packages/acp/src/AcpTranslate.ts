@@ -107,9 +107,21 @@ const diffsOf = (part: ToolPart, directory: string): Array<Acp.ToolCallContent> 
   return typeof diff === "string" && diff !== "" ? [textContent(diff)] : []
 }
 
-/** What a tool call shows: its output when done (edits as diffs), its error when failed. */
-export const toolContent = (part: ToolPart, directory: string): Array<Acp.ToolCallContent> => {
+/** The editor terminal a bash call ran in (its metadata's `terminalId`). */
+const terminalOf = (part: ToolPart): string | undefined => {
+  const id = "metadata" in part.state ? part.state.metadata?.terminalId : undefined
+  return typeof id === "string" && id !== "" ? id : undefined
+}
+
+/**
+ * What a tool call shows: its output when done (edits as diffs), its error when failed. A command
+ * run in the editor's terminal shows that terminal, live and once done; `live: false` (a replay,
+ * whose terminals are gone) shows its output as text instead.
+ */
+export const toolContent = (part: ToolPart, directory: string, live = true): Array<Acp.ToolCallContent> => {
   const state = part.state
+  const terminalId = live ? terminalOf(part) : undefined
+  if (terminalId !== undefined && (state.status === "running" || state.status === "completed")) return [{ type: "terminal", terminalId }]
   if (state.status === "error") return [textContent(state.error)]
   if (state.status !== "completed") return toolKind(part.tool) === "edit" ? diffsOf(part, directory) : []
   if (toolKind(part.tool) === "edit") {
@@ -119,8 +131,8 @@ export const toolContent = (part: ToolPart, directory: string): Array<Acp.ToolCa
   return state.output === "" ? [] : [textContent(state.output)]
 }
 
-/** The first sight of a tool call. */
-export const toolCallOf = (part: ToolPart, directory: string): Acp.SessionUpdate => {
+/** The first sight of a tool call (`live: false` for a replay). */
+export const toolCallOf = (part: ToolPart, directory: string, live = true): Acp.SessionUpdate => {
   const metadata = "metadata" in part.state ? part.state.metadata : undefined
   return {
     sessionUpdate: "tool_call",
@@ -129,7 +141,7 @@ export const toolCallOf = (part: ToolPart, directory: string): Acp.SessionUpdate
     kind: toolKind(part.tool),
     status: toolStatus(part),
     locations: toolLocations(part.tool, part.state.input, directory, metadata),
-    content: toolContent(part, directory),
+    content: toolContent(part, directory, live),
     rawInput: part.state.input
   }
 }
@@ -237,7 +249,7 @@ export const replayOf = (part: Part, role: "user" | "assistant", directory: stri
     case "reasoning":
       return part.text === "" ? [] : [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: part.text }, messageId: part.messageID }]
     case "tool":
-      return [toolCallOf(part, directory)]
+      return [toolCallOf(part, directory, false)]
     case "file":
       return part.mime.startsWith("image/") && part.url.startsWith("data:")
         ? [{ sessionUpdate: role === "user" ? "user_message_chunk" : "agent_message_chunk", content: { type: "image", mimeType: part.mime, data: part.url.slice(part.url.indexOf(",") + 1) } }]

@@ -13,7 +13,8 @@ import { applyHunkSteps } from "../tool/PatchHunks.js"
 import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirectory.js"
 import { parse } from "../tool/PatchParse.js"
 import { pathPatterns } from "../tool/PathRules.js"
-import { load, type TextFile, yieldToEventLoop } from "./Write.js"
+import { diskOnly, EditorFiles, type EditorFilesShape } from "../tool/EditorFiles.js"
+import { load, loadFor, storeFor, type TextFile, yieldToEventLoop } from "./Write.js"
 
 const TOOL = "apply_patch"
 
@@ -101,10 +102,56 @@ const failureReport = (
   return `Patch partly applied: ${cause} Applied: ${applied.join(", ")}. Not applied (as they were): ${notApplied.join(", ") || "none"}.`
 }
 
+/**
+ * Writes a patch's files one by one through the editor (each where the editor does not take it, as
+ * `storeFor` does): the editor has no all-or-nothing write, so a failure says which files were written.
+ */
+const writeThroughEditor = (
+  files: EditorFilesShape,
+  sessionID: string,
+  disk: FileDisk.FileDiskShape,
+  instance: InstanceInfo,
+  changes: ReadonlyArray<Change>
+) =>
+  Effect.gen(function*() {
+    const mtimes = new Map<string, number>()
+    for (const [index, change] of changes.entries()) {
+      const bytes = FileDiff.rawBytes(change.state.raw!, change.state.shape)
+      const written = yield* Effect.either(storeFor(files, sessionID, TOOL, disk, change.file, bytes, change.state.original !== undefined))
+      if (written._tag === "Left") {
+        const name = (change: Change) => relativeToWorktree(instance, change.file)
+        if (index === 0) return yield* Effect.fail(written.left)
+        return yield* fail(
+          `Patch partly applied: ${written.left.detail} Applied: ${changes.slice(0, index).map(name).join(", ")}. ` +
+            `Not applied (as they were): ${changes.slice(index).map(name).join(", ")}.`
+        )
+      }
+      mtimes.set(change.file, written.right)
+    }
+    return mtimes
+  })
+
+/** The result of a patch that was applied. */
+const success = (
+  instance: InstanceInfo,
+  summary: ReadonlyArray<{ readonly kind: "A" | "M" | "D"; readonly file: string }>,
+  files: ReadonlyArray<Record<string, unknown>>,
+  diff: string
+) => {
+  const lines = [...new Set(summary.map((entry) => `${entry.kind} ${relativeToWorktree(instance, entry.file)}`))]
+  const names = [...new Set(summary.map((entry) => relativeToWorktree(instance, entry.file)))]
+  return {
+    title: names.length <= 3 ? names.join(", ") : `${names.length} files`,
+    output: `Success. Updated the following files:\n${lines.join("\n")}`,
+    metadata: { diff, files }
+  }
+}
+
 export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(function*() {
   const instance = yield* Instance
   const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
+  const editorFiles = yield* EditorFiles
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -124,6 +171,10 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         }
         const files = [...new Set(touched)]
         for (const file of files) yield* guard(context, instance, file)
+        // Adds and updates go through the editor when it holds the files (unsaved buffers are patched);
+        // a delete or a move is the disk's, all or nothing.
+        const throughEditor = editorFiles !== diskOnly &&
+          !operations.some((operation) => operation.type === "delete" || (operation.type === "update" && operation.moveTo !== undefined))
 
         return yield* FileLock.withLocks(files)(
           Effect.gen(function*() {
@@ -133,7 +184,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               Effect.gen(function*() {
                 let state = states.get(file)
                 if (state === undefined) {
-                  const original = yield* load(TOOL, file)
+                  const original = yield* (throughEditor ? loadFor(editorFiles, context.sessionID, TOOL, file) : load(TOOL, file))
                   state = { original, raw: original?.raw, shape: original?.shape ?? FileDiff.LF }
                   states.set(file, state)
                 }
@@ -221,6 +272,11 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               metadata: { filepath: files[0]!, diff, files: metadataFiles }
             })
 
+            if (throughEditor) {
+              const mtimes = yield* writeThroughEditor(editorFiles, context.sessionID, disk, instance, changes)
+              for (const [file, mtimeMs] of mtimes) fileTimes.record(context.sessionID, file, mtimeMs)
+              return success(instance, summary, metadataFiles, diff)
+            }
             const outcome = yield* Effect.promise(() =>
               PatchWrite.writeFiles(
                 disk,
@@ -234,13 +290,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
             for (const [file, mtimeMs] of outcome.mtimes) fileTimes.record(context.sessionID, file, mtimeMs)
             if (outcome._tag === "Failed") return yield* fail(failureReport(instance, outcome, changes.map((change) => change.file)))
 
-            const lines = [...new Set(summary.map((entry) => `${entry.kind} ${relativeToWorktree(instance, entry.file)}`))]
-            const names = [...new Set(summary.map((entry) => relativeToWorktree(instance, entry.file)))]
-            return {
-              title: names.length <= 3 ? names.join(", ") : `${names.length} files`,
-              output: `Success. Updated the following files:\n${lines.join("\n")}`,
-              metadata: { diff, files: metadataFiles }
-            }
+            return success(instance, summary, metadataFiles, diff)
           })
         )
       })

@@ -13,6 +13,8 @@ import * as Tool from "../tool/Tool.js"
 import { parseCommand } from "../tool/BashParse.js"
 import { expandPath, externalDirectories } from "../tool/BashPaths.js"
 import { Truncation } from "../tool/Truncation.js"
+import { EditorTerminal, localOnly } from "../tool/EditorTerminal.js"
+import { abortedBy, type Ending, runInTerminal } from "./BashTerminal.js"
 
 const TOOL = "bash"
 
@@ -254,16 +256,6 @@ const release = (running: Running, killGroup: boolean) =>
     running.child.stdio.forEach((stream, fd) => fd === SYNC_FD && running.launch.syncFd ? undefined : stream?.destroy())
   })
 
-type Ending = "exit" | "timeout" | "aborted"
-
-const abortedBy = (signal: AbortSignal) =>
-  Effect.async<void>((resume) => {
-    if (signal.aborted) return resume(Effect.void)
-    const onAbort = () => resume(Effect.void)
-    signal.addEventListener("abort", onAbort, { once: true })
-    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
-  })
-
 // ---------------------------------------------------------------------------------------------
 
 const timeoutNotice = (ms: number) =>
@@ -380,6 +372,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
   const instance = yield* Instance
   const truncation = yield* Truncation
   const sandbox = yield* Sandbox
+  const terminals = yield* EditorTerminal
   const fallbackTimeout = defaultTimeout(instance)
   const env: Record<string, string> = Object.fromEntries(
     Object.entries(instance.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
@@ -429,7 +422,20 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
         yield* askPermissions(ctx, params, parsed, yield* Effect.sync(() => externalDirectories(parsed.runs, { instance, workdir, redirects: parsed.redirects })), { sandboxed, escape, mode: plan.settings.mode })
 
         const shell = shellFor(instance)
-        const { ending, exit, launch, text } = yield* Effect.acquireUseRelease(
+        // The editor's terminal is outside our sandbox: only a command that runs unsandboxed anyway goes there.
+        const inTerminal = !sandboxed && terminals !== localOnly && terminals.available(ctx.sessionID)
+        const { ending, exit, launch, text, terminalId } = inTerminal
+          ? yield* runInTerminal(terminals, ctx, {
+            shell,
+            command: params.command,
+            cwd: workdir,
+            env,
+            description: params.description,
+            timeout,
+            outputByteLimit: MAX_BUFFER_CHARS,
+            killGraceMs: KILL_GRACE_MS
+          })
+          : yield* Effect.acquireUseRelease(
           sandbox.prepare({
             plan,
             unsandboxed: escape,
@@ -449,9 +455,9 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
                 running.child.exitCode !== null || running.child.signalCode !== null ? running.launch.release : Effect.void
               )
             )
-        )
+        ).pipe(Effect.map((ran) => ({ ...ran, terminalId: undefined })))
 
-        const blocked = launch.sandboxed ? yield* launch.blocked(text) : []
+        const blocked = launch?.sandboxed ? yield* launch.blocked(text) : []
         const preview = text.length > PREVIEW_CHARS ? text.slice(text.length - PREVIEW_CHARS) : text
         let full = text.length > 0 ? text : "(no output)"
         if (ending === "timeout") full += `\n\n<shell_metadata>\n${timeoutNotice(timeout)}\n</shell_metadata>`
@@ -468,7 +474,8 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
             exit: exit.code,
             description: params.description,
             output: preview,
-            sandbox: launch.sandboxed ? plan.settings.mode : escape ? "escaped" : plan.settings.mode === "off" ? "off" : "unavailable",
+            sandbox: launch?.sandboxed ? plan.settings.mode : escape ? "escaped" : plan.settings.mode === "off" ? "off" : "unavailable",
+            ...(terminalId !== undefined ? { terminalId } : {}),
             ...(blocked.length > 0 ? { blocked } : {}),
             ...(cut.truncated ? { truncated: true } : {}),
             ...(cut.outputPath !== undefined ? { outputPath: cut.outputPath } : {})

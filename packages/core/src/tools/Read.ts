@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
+import { diskOnly, EditorFiles } from "../tool/EditorFiles.js"
 import * as FileKind from "../tool/FileKind.js"
 import { FileTimes } from "../tool/FileTimes.js"
 import * as TextEncoding from "../tool/TextEncoding.js"
@@ -319,6 +320,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
   const instance = yield* Instance
   const fileTimes = yield* FileTimes
   const instructions = yield* InstructionLoader
+  const files = yield* EditorFiles
   return Tool.make({
     id: TOOL,
     fileEffects: "none",
@@ -412,9 +414,16 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           return yield* fail(`Cannot read binary file: ${file}${kind.format !== undefined ? ` (a ${kind.format})` : ""}`)
         }
         const limit = params.limit || DEFAULT_LIMIT
+        // A text file the editor holds is read as the editor has it (unsaved changes included); the disk told what kind it is.
+        const buffer = files === diskOnly ? undefined : yield* files.read(context.sessionID, file).pipe(Effect.orElseSucceed(() => undefined))
         // A small file (most reads) is scanned from the bytes already read; a large one is streamed.
         const slice = yield* Effect.tryPromise({
           try: async (): Promise<Slice & { readonly encoding: TextEncoding.Encoding }> => {
+            if (buffer !== undefined) {
+              const scanner = new LineScanner(start, limit, "utf8")
+              scanner.push(Buffer.from(buffer, "utf8"))
+              return { ...scanner.finish(), encoding: "utf8" }
+            }
             if (small !== undefined) {
               const encoding = TextEncoding.detect(small)
               const scanner = new LineScanner(start, limit, encoding)
