@@ -3,7 +3,7 @@
 import { MockOpenAIServer, TestInstance } from "@agent/testing"
 import * as Acp from "@agentclientprotocol/sdk"
 import { Effect } from "effect"
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { Readable, Writable } from "node:stream"
 import { fileURLToPath } from "node:url"
 
@@ -28,6 +28,90 @@ export const project = (url: string, extra: object = {}, files: Record<string, s
     return yield* TestInstance.sandbox({ files: { "project/agent.json": mockConfig(url, titles.url, extra), ...files } })
   })
 
+/** A terminal the agent created in the test editor: a real process, run as an editor would. */
+export interface EditorTerminalProcess {
+  readonly id: string
+  readonly request: Acp.CreateTerminalRequest
+  readonly process: ChildProcess
+  output: string
+  truncated: boolean
+  exit: Acp.TerminalExitStatus | undefined
+  readonly exited: Promise<Acp.TerminalExitStatus>
+  killed: boolean
+  released: boolean
+}
+
+/** `terminal/*` handlers over child processes (each its own process group, so a kill ends what it started). */
+const serveTerminals = (app: Acp.ClientApp, terminals: Array<EditorTerminalProcess>) => {
+  const find = (terminalId: string) => {
+    const terminal = terminals.find((entry) => entry.id === terminalId && !entry.released)
+    if (terminal === undefined) throw Acp.RequestError.resourceNotFound(terminalId)
+    return terminal
+  }
+  const kill = (terminal: EditorTerminalProcess) => {
+    if (terminal.exit !== undefined || terminal.process.pid === undefined) return
+    try {
+      process.kill(-terminal.process.pid, "SIGKILL")
+    } catch {
+      // Already gone.
+    }
+  }
+  return app
+    .onRequest("terminal/create", ({ params }) => {
+      const child = spawn(params.command, params.args ?? [], {
+        cwd: params.cwd ?? undefined,
+        env: Object.fromEntries((params.env ?? []).map((variable) => [variable.name, variable.value])),
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      const limit = params.outputByteLimit ?? Infinity
+      const terminal: EditorTerminalProcess = {
+        id: `term_${terminals.length + 1}`,
+        request: params,
+        process: child,
+        output: "",
+        truncated: false,
+        exit: undefined,
+        exited: new Promise((resolve) =>
+          child.on("close", (code, signal) => {
+            terminal.exit = { exitCode: code, signal }
+            resolve(terminal.exit)
+          })
+        ),
+        killed: false,
+        released: false
+      }
+      const append = (chunk: Buffer) => {
+        terminal.output += chunk.toString()
+        if (Buffer.byteLength(terminal.output) > limit) {
+          terminal.output = Buffer.from(terminal.output).subarray(-limit).toString()
+          terminal.truncated = true
+        }
+      }
+      child.stdout!.on("data", append)
+      child.stderr!.on("data", append)
+      terminals.push(terminal)
+      return { terminalId: terminal.id }
+    })
+    .onRequest("terminal/output", ({ params }) => {
+      const terminal = find(params.terminalId)
+      return { output: terminal.output, truncated: terminal.truncated, ...(terminal.exit ? { exitStatus: terminal.exit } : {}) }
+    })
+    .onRequest("terminal/wait_for_exit", ({ params }) => find(params.terminalId).exited)
+    .onRequest("terminal/kill", ({ params }) => {
+      const terminal = find(params.terminalId)
+      terminal.killed = true
+      kill(terminal)
+      return {}
+    })
+    .onRequest("terminal/release", ({ params }) => {
+      const terminal = find(params.terminalId)
+      kill(terminal)
+      terminal.released = true
+      return {}
+    })
+}
+
 export type PermissionAnswer = (request: Acp.RequestPermissionRequest) => Acp.RequestPermissionResponse | Promise<Acp.RequestPermissionResponse>
 
 export interface Editor {
@@ -41,6 +125,8 @@ export interface Editor {
   /** Files the agent wrote through the editor (`fs/write_text_file`). */
   readonly writes: Array<Acp.WriteTextFileRequest>
   readonly reads: Array<Acp.ReadTextFileRequest>
+  /** Terminals the agent created (`terminal/create`), when the editor offers them. */
+  readonly terminals: Array<EditorTerminalProcess>
   /** How the next questions are answered (default: allow once). */
   answer: PermissionAnswer
   readonly stderr: () => string
@@ -56,6 +142,8 @@ export interface EditorOptions {
   readonly env?: Record<string, string>
   /** Handle `fs/*` requests in memory (and offer the capability at initialize). */
   readonly files?: Map<string, string>
+  /** Handle `terminal/*` requests with real processes (offer the capability with `initialize(editor, { terminal: true })`). */
+  readonly terminals?: boolean
 }
 
 /** `agent acp` in the sandbox's project, connected to a client app; killed when the scope ends. */
@@ -96,6 +184,8 @@ export const editor = (box: TestInstance.Sandbox, options: EditorOptions = {}) =
             return {}
           })
       }
+      const terminals: Array<EditorTerminalProcess> = []
+      if (options.terminals === true) app = serveTerminals(app, terminals)
       const connection = app.connect(
         Acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>)
       )
@@ -107,6 +197,7 @@ export const editor = (box: TestInstance.Sandbox, options: EditorOptions = {}) =
         asked,
         writes,
         reads,
+        terminals,
         get answer() {
           return state.answer
         },
@@ -120,18 +211,32 @@ export const editor = (box: TestInstance.Sandbox, options: EditorOptions = {}) =
       }
       return editor
     }),
-    (editor) => Effect.sync(() => editor.child.kill("SIGKILL"))
+    (editor) =>
+      Effect.sync(() => {
+        editor.child.kill("SIGKILL")
+        for (const terminal of editor.terminals) {
+          if (terminal.exit === undefined && terminal.process.pid !== undefined) {
+            try {
+              process.kill(-terminal.process.pid, "SIGKILL")
+            } catch {
+              // Already gone.
+            }
+          }
+        }
+      })
   )
 
-/** `initialize` as an editor sends it. */
-export const initialize = (editor: Editor, fs = false) =>
-  Effect.promise(() =>
-    editor.agent.request("initialize", {
+/** `initialize` as an editor sends it: `true` offers the editor's files; or say which of files and terminals. */
+export const initialize = (editor: Editor, offers: boolean | { readonly fs?: boolean; readonly terminal?: boolean } = false) =>
+  Effect.promise(() => {
+    const fs = typeof offers === "boolean" ? offers : offers.fs === true
+    const terminal = typeof offers === "boolean" ? false : offers.terminal === true
+    return editor.agent.request("initialize", {
       protocolVersion: Acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs }, terminal: false },
+      clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs }, terminal },
       clientInfo: { name: "test-editor", version: "1.0.0" }
     })
-  )
+  })
 
 /** A request whose failure is the value (the JSON-RPC error), for tests of bad input. */
 export const failure = <A>(request: () => Promise<A>) =>
