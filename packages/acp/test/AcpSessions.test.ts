@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Acp from "@agentclientprotocol/sdk"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { bin, editor, type Editor, failure, initialize, project, textOf, until } from "./AcpClient.js"
 
@@ -134,5 +135,68 @@ describe("agent acp sessions", () => {
       const error = yield* failure(() => client.agent.request("session/new", { cwd: box.instance.directory, mcpServers: [] }))
       expect(error).toMatchObject({ code: -32000 })
       expect(error?.message).toMatch(/ANTHROPIC_API_KEY/)
+    }))
+
+  it.scopedLive("session/resume reopens a stored session without replaying it, and the next prompt has its history; session/close lets it go", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start(["The first answer.", "The second answer.", [{ delay: 20_000 }, text("never said")]])
+      const box = yield* project(server.url)
+      const first = yield* editor(box)
+      yield* initialize(first)
+      const { sessionId } = yield* newSession(first, box.instance.directory)
+      yield* Effect.promise(() => first.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "remember the word heron" }] }))
+
+      const other = yield* editor(box)
+      const init = yield* initialize(other)
+      expect(init.agentCapabilities?.sessionCapabilities).toMatchObject({ resume: {}, close: {} })
+      const resumed = yield* Effect.promise(() => other.agent.request("session/resume", { sessionId, cwd: box.instance.directory, mcpServers: [] }))
+      expect(resumed.modes?.currentModeId).toBe("build")
+      // Unlike load, nothing of the conversation is sent again.
+      expect(other.of(sessionId).filter((update) => update.sessionUpdate !== "available_commands_update")).toEqual([])
+      const answer = yield* Effect.promise(() => other.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "which word?" }] }))
+      expect(answer.stopReason, other.stderr()).toBe("end_turn")
+      expect(chunks(other, sessionId, "agent_message_chunk")).toBe("The second answer.")
+      const history = JSON.stringify(server.requests.at(-1)!.messages)
+      expect(history).toContain("remember the word heron")
+      expect(history).toContain("The first answer.")
+
+      // A session answering a prompt is not closed under it.
+      const pending = other.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "take your time" }] })
+      yield* until(() => server.requests.length === 3, "the third model call")
+      const busy = yield* failure(() => other.agent.request("session/close", { sessionId }))
+      expect(busy?.message).toMatch(/answering a prompt; cancel it first/)
+      yield* Effect.promise(() => other.agent.notify("session/cancel", { sessionId }))
+      expect((yield* Effect.promise(() => pending)).stopReason).toBe("cancelled")
+
+      yield* Effect.promise(() => other.agent.request("session/close", { sessionId }))
+      const closed = yield* failure(() => other.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "still there?" }] }))
+      expect(closed).toMatchObject({ code: -32002 })
+      // Closed in this connection, still stored: it can be opened again.
+      const again = yield* Effect.promise(() => other.agent.request("session/load", { sessionId, cwd: box.instance.directory, mcpServers: [] }))
+      expect(again.modes?.currentModeId).toBe("build")
+      expect(chunks(other, sessionId, "user_message_chunk")).toContain("remember the word heron")
+    }))
+
+  it.scopedLive("a subagent's permission ask reaches the editor as session/request_permission of the editor's session", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([
+        [toolCall("task", { description: "Edit a file", prompt: "change alpha to beta in a.txt", subagent_type: "general" })],
+        // The subagent's turns.
+        [toolCall("edit", { filePath: "a.txt", oldString: "alpha", newString: "beta" })],
+        "Child done.",
+        "The subagent edited it."
+      ])
+      const box = yield* project(server.url, { permission: { edit: "ask" } }, { "project/a.txt": "alpha\n" })
+      const client = yield* editor(box)
+      yield* initialize(client)
+      const { sessionId } = yield* newSession(client, box.instance.directory)
+      const response = yield* Effect.promise(() => client.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "delegate it" }] }))
+      expect(response.stopReason, client.stderr()).toBe("end_turn")
+      expect(client.asked).toHaveLength(1)
+      expect(client.asked[0]).toMatchObject({ sessionId, toolCall: { kind: "edit", title: expect.stringContaining("a.txt") } })
+      expect(readFileSync(box.path("project/a.txt"), "utf8")).toBe("beta\n")
+      expect(chunks(client, sessionId, "agent_message_chunk")).toContain("The subagent edited it.")
+      // The editor saw the task call, not the child session's own calls.
+      expect(client.of(sessionId, "tool_call").map((update) => "kind" in update && update.kind)).toEqual(["think"])
     }))
 })
