@@ -39,6 +39,21 @@ describe("toolContent", () => {
     expect(toolContent(toolPart("bash", { status: "error", input: { command: "ls" }, error: "boom", time }), "/p"))
       .toEqual([{ type: "content", content: { type: "text", text: "boom" } }])
   })
+  describe("a command in the editor's terminal", () => {
+    const terminal = [{ type: "terminal", terminalId: "term_1" }]
+    const text = (value: string) => [{ type: "content", content: { type: "text", text: value } }]
+    const running = toolPart("bash", { status: "running", input: { command: "ls" }, metadata: { terminalId: "term_1" }, time: { start: 1 } })
+    const done = toolPart("bash", { status: "completed", input: { command: "ls" }, output: "a\n", title: "ls", metadata: { terminalId: "term_1", exit: 0 }, time })
+    const failed = toolPart("bash", { status: "error", input: { command: "ls" }, error: "aborted", metadata: { terminalId: "term_1" }, time })
+    const cases: ReadonlyArray<readonly [string, ToolPart, boolean, unknown]> = [
+      ["running, live: the terminal", running, true, terminal],
+      ["done, live: the terminal", done, true, terminal],
+      ["done, replayed (the terminal is gone): its output", done, false, text("a\n")],
+      ["running, replayed: nothing", running, false, []],
+      ["failed: the error", failed, true, text("aborted")]
+    ]
+    for (const [name, part, live, expected] of cases) it(name, () => expect(toolContent(part, "/p", live)).toEqual(expected))
+  })
 })
 
 describe("stopReasonOf", () => {
