@@ -136,4 +136,40 @@ describe("agent acp with the editor's terminals", () => {
       expect(client.terminals).toEqual([])
       expect(toolUpdates(client, sessionId).at(-1)).toMatchObject({ status: "completed", content: [{ type: "content", content: { type: "text", text: "local\n" } }] })
     }))
+
+  it.scopedLive("long output from the terminal is cut for the model as a local command's is, the full text saved", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "seq 1 5000", description: "Counts" })], "Counted."])
+      const box = yield* project(server.url, { sandbox: { mode: "off" }, permission: { bash: "allow" } })
+      const client = yield* editor(box, { terminals: true })
+      yield* initialize(client, { terminal: true })
+      const { sessionId } = yield* newSession(client, box.instance.directory)
+      yield* prompt(client, sessionId, "count")
+      expect(client.terminals).toHaveLength(1)
+      const result = lastToolResult(server)
+      // The end is kept (bash output is cut from the top), the rest is in a file the model is pointed to.
+      expect(result).toContain("...output truncated...")
+      expect(result).toContain("\n5000")
+      expect(result).not.toContain("\n1\n2\n3\n")
+      const saved = /Full output saved to: (\S+)/.exec(result)?.[1]
+      expect(saved).toBeDefined()
+      expect(fs.readFileSync(saved!, "utf8").split("\n").slice(0, 3)).toEqual(["1", "2", "3"])
+    }))
+
+  it.scopedLive("an editor that goes away while its terminal runs a command: the agent is not held by it and exits 0", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "echo started; sleep 30", description: "Waits" })]])
+      const box = yield* project(server.url, { sandbox: { mode: "off" }, permission: { bash: "allow" } })
+      const client = yield* editor(box, { terminals: true })
+      yield* initialize(client, { terminal: true })
+      const { sessionId } = yield* newSession(client, box.instance.directory)
+      void client.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "wait" }] }).catch(() => undefined)
+      yield* until(() => client.terminals[0]?.output.includes("started") === true, "the command to start")
+      const started = Date.now()
+      client.child.stdin.end()
+      const code = yield* Effect.promise(() => client.exited)
+      expect(code, client.stderr()).toBe(0)
+      // Not held by requests to an editor that cannot answer (each waits at most 10 s).
+      expect(Date.now() - started).toBeLessThan(10_000)
+    }))
 })
