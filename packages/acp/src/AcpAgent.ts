@@ -129,7 +129,8 @@ export const serveAcp = (options: AcpOptions): Effect.Effect<void, never, Scope.
           state.features = {
             readTextFile: capabilities?.fs?.readTextFile === true,
             writeTextFile: capabilities?.fs?.writeTextFile === true,
-            terminal: capabilities?.terminal === true
+            // `AGENT_ACP_TERMINAL=off`: for an editor whose terminals do not run a command line in a shell.
+            terminal: capabilities?.terminal === true && options.env.AGENT_ACP_TERMINAL !== "off"
           }
           const catalog = yield* authMethods(options)
           return {

@@ -53,10 +53,12 @@ export const clientTerminal = (deps: PortDeps): EditorTerminalShape => ({
       const session = deps.own(sessionID)
       if (editor === undefined || session === undefined) return yield* Effect.fail(new Error("the editor is not connected"))
       const sessionId = session.id
+      // The command line as `command`, without `args`: Zed, the reference client, runs `command` and its
+      // `args` joined by spaces in its own shell (`bash -c`), so an argv such as ["bash", "-c", line] would
+      // run only the first word of the line in the inner shell and the rest in Zed's.
       const request: Acp.CreateTerminalRequest = {
         sessionId,
-        command: command.command,
-        args: [...command.args],
+        command: command.commandLine,
         cwd: command.cwd,
         env: Object.entries(command.env).map(([name, value]) => ({ name, value })),
         outputByteLimit: command.outputByteLimit

@@ -41,7 +41,10 @@ export interface EditorTerminalProcess {
   released: boolean
 }
 
-/** `terminal/*` handlers over child processes (each its own process group, so a kill ends what it started). */
+/**
+ * `terminal/*` handlers over child processes (each its own process group, so a kill ends what it started).
+ * As Zed does, `command` and its `args` are joined into one line that a shell runs.
+ */
 const serveTerminals = (app: Acp.ClientApp, terminals: Array<EditorTerminalProcess>) => {
   const find = (terminalId: string) => {
     const terminal = terminals.find((entry) => entry.id === terminalId && !entry.released)
@@ -58,7 +61,7 @@ const serveTerminals = (app: Acp.ClientApp, terminals: Array<EditorTerminalProce
   }
   return app
     .onRequest("terminal/create", ({ params }) => {
-      const child = spawn(params.command, params.args ?? [], {
+      const child = spawn("/bin/sh", ["-c", [params.command, ...(params.args ?? [])].join(" ")], {
         cwd: params.cwd ?? undefined,
         env: Object.fromEntries((params.env ?? []).map((variable) => [variable.name, variable.value])),
         detached: true,

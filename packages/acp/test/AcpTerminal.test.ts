@@ -49,7 +49,9 @@ describe("agent acp with the editor's terminals", () => {
 
       expect(client.terminals).toHaveLength(1)
       const terminal = client.terminals[0]!
-      expect(terminal.request).toMatchObject({ sessionId, cwd: box.instance.directory, args: ["-c", expect.stringContaining("echo to-stdout")] })
+      // The command line itself, for the editor's shell (no argv of ours).
+      expect(terminal.request).toMatchObject({ sessionId, cwd: box.instance.directory, command: "echo to-stdout; echo to-stderr >&2; echo made > made.txt; exit 3" })
+      expect(terminal.request.args ?? []).toEqual([])
       // The editor really ran it, in the project.
       expect(fs.readFileSync(box.path("project/made.txt"), "utf8")).toBe("made\n")
       expect(terminal.exit).toMatchObject({ exitCode: 3 })
@@ -119,22 +121,33 @@ describe("agent acp with the editor's terminals", () => {
       expect(calls[0]!.rawOutput).toMatchObject({ metadata: { sandbox: "workspace-write" } })
       // Leaving the sandbox was asked of the editor, then the command ran in its terminal.
       expect(client.asked.map((ask) => ask.toolCall.title)).toEqual([expect.stringMatching(/^sandbox_escape .*outside the sandbox/)])
-      expect(client.terminals.map((terminal) => terminal.request.args)).toEqual([["-c", "echo outside"]])
+      expect(client.terminals.map((terminal) => terminal.request.command)).toEqual(["echo outside"])
       expect(calls[1]).toMatchObject({ content: [{ type: "terminal", terminalId: client.terminals[0]!.id }] })
       expect(calls[1]!.rawOutput).toMatchObject({ metadata: { sandbox: "escaped", exit: 0 } })
       expect(lastToolResult(server)).toContain("outside")
     }))
 
-  it.scopedLive("without the capability, commands run locally", () =>
+  it.scopedLive("without the capability, or with AGENT_ACP_TERMINAL=off, commands run locally", () =>
     Effect.gen(function*() {
-      const server = yield* MockOpenAIServer.start([[toolCall("bash", { command: "echo local", description: "Local" })], "Done."])
+      const server = yield* MockOpenAIServer.start([
+        [toolCall("bash", { command: "echo local", description: "Local" })],
+        "Done.",
+        [toolCall("bash", { command: "echo still local", description: "Local" })],
+        "Done."
+      ])
       const box = yield* project(server.url, { sandbox: { mode: "off" }, permission: { bash: "allow" } })
-      const client = yield* editor(box, { terminals: true })
-      yield* initialize(client, { terminal: false })
-      const { sessionId } = yield* newSession(client, box.instance.directory)
-      yield* prompt(client, sessionId, "run")
-      expect(client.terminals).toEqual([])
-      expect(toolUpdates(client, sessionId).at(-1)).toMatchObject({ status: "completed", content: [{ type: "content", content: { type: "text", text: "local\n" } }] })
+      const offers = [
+        { options: {}, terminal: false, output: "local\n" },
+        { options: { env: { AGENT_ACP_TERMINAL: "off" } }, terminal: true, output: "still local\n" }
+      ]
+      for (const { options, terminal, output } of offers) {
+        const client = yield* editor(box, { terminals: true, ...options })
+        yield* initialize(client, { terminal })
+        const { sessionId } = yield* newSession(client, box.instance.directory)
+        yield* prompt(client, sessionId, "run")
+        expect(client.terminals).toEqual([])
+        expect(toolUpdates(client, sessionId).at(-1)).toMatchObject({ status: "completed", content: [{ type: "content", content: { type: "text", text: output } }] })
+      }
     }))
 
   it.scopedLive("long output from the terminal is cut for the model as a local command's is, the full text saved", () =>

@@ -16,8 +16,8 @@ export interface EditorTerminalShape {
 }
 
 export interface TerminalCommand {
-  readonly command: string
-  readonly args: ReadonlyArray<string>
+  /** A shell command line, as the model wrote it: the editor runs it in its shell. */
+  readonly commandLine: string
   /** Absolute. */
   readonly cwd: string
   readonly env: Readonly<Record<string, string>>

@@ -426,7 +426,6 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
         const inTerminal = !sandboxed && terminals !== localOnly && terminals.available(ctx.sessionID)
         const { ending, exit, launch, text, terminalId } = inTerminal
           ? yield* runInTerminal(terminals, ctx, {
-            shell,
             command: params.command,
             cwd: workdir,
             env,

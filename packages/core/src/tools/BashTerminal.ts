@@ -18,7 +18,6 @@ export const abortedBy = (signal: AbortSignal) =>
   })
 
 export interface TerminalRun {
-  readonly shell: string
   readonly command: string
   readonly cwd: string
   readonly env: Readonly<Record<string, string>>
@@ -43,8 +42,7 @@ const REQUEST_TIMEOUT_MS = 10_000
 export const runInTerminal = (terminals: EditorTerminalShape, ctx: Tool.ToolContext, run: TerminalRun) =>
   Effect.acquireUseRelease(
     terminals.create(ctx.sessionID, {
-      command: run.shell,
-      args: ["-c", run.command],
+      commandLine: run.command,
       cwd: run.cwd,
       env: run.env,
       outputByteLimit: run.outputByteLimit
