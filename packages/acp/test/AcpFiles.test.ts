@@ -57,18 +57,23 @@ describe("agent acp with the editor's files", () => {
       expect(fs.readFileSync(box.path("project/a.txt"), "utf8")).toBe("on edited\n")
     }))
 
-  it.scopedLive("read sees the editor's unsaved buffer; an image is still read from the disk", () =>
+  it.scopedLive("read sees the editor's unsaved buffer; an image, and a file over 4 MiB, are still read from the disk", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([
         [toolCall("read", { filePath: "a.txt" })],
         [toolCall("read", { filePath: "pixel.png" })],
-        "Read both."
+        [toolCall("read", { filePath: "big.log", limit: 2 })],
+        "Read them."
       ])
       const box = yield* project(server.url, {}, { "project/a.txt": "on disk\nsecond\n" })
       const a = box.path("project/a.txt")
       const png = box.path("project/pixel.png")
       fs.writeFileSync(png, PNG)
-      const client = yield* editor(box, { files: new Map([[a, "unsaved change\nsecond\nthird, typed\n"], [png, "not what the disk holds"]]) })
+      const big = box.path("project/big.log")
+      fs.writeFileSync(big, "line from the disk\n".repeat(250_000))
+      const client = yield* editor(box, {
+        files: new Map([[a, "unsaved change\nsecond\nthird, typed\n"], [png, "not what the disk holds"], [big, "the editor's big.log\n"]])
+      })
       yield* initialize(client, true)
       const { sessionId } = yield* Effect.promise(() => client.agent.request("session/new", { cwd: box.instance.directory, mcpServers: [] }))
       const response = yield* Effect.promise(() => client.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "read a" }] }))
@@ -79,9 +84,11 @@ describe("agent acp with the editor's files", () => {
       expect(readA).toContain("3: third, typed")
       expect(readA).toContain("total 3 lines")
       expect(readA).not.toContain("on disk")
-      // The image was attached from its bytes on disk; the editor was not asked for it.
+      // The image was attached from its bytes on disk, the big file streamed from it; the editor was not asked for either.
       expect(client.reads.map((read) => read.path)).toEqual([a])
-      expect(lastToolResult(server)).toContain("Image read successfully")
+      const third = server.requests[2]!.messages as Array<{ role: string; content: unknown }>
+      expect(JSON.stringify(third.filter((message) => message.role === "tool").at(-1)?.content)).toContain("Image read successfully")
+      expect(lastToolResult(server)).toContain("1: line from the disk")
     }))
 
   it.scopedLive("apply_patch patches the editor's buffer and writes through the editor; a delete stays on the disk", () =>

@@ -27,6 +27,8 @@ export const MAX_LINE_LENGTH = 2000
 export const MAX_BYTES = 50 * 1024
 /** A directory listing shows at most this many entries per call. */
 export const MAX_ENTRIES = 1000
+/** Larger files are read from the disk even when an editor holds them (see EditorFiles). */
+export const MAX_EDITOR_BYTES = 4 * 1024 * 1024
 
 const Canonical = Schema.Struct({
   filePath: Schema.String.annotations({
@@ -414,8 +416,11 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | InstructionLoad
           return yield* fail(`Cannot read binary file: ${file}${kind.format !== undefined ? ` (a ${kind.format})` : ""}`)
         }
         const limit = params.limit || DEFAULT_LIMIT
-        // A text file the editor holds is read as the editor has it (unsaved changes included); the disk told what kind it is.
-        const buffer = files === diskOnly ? undefined : yield* files.read(context.sessionID, file).pipe(Effect.orElseSucceed(() => undefined))
+        // A text file the editor holds is read as the editor has it (unsaved changes included); the disk told what
+        // kind it is. A large one (a log) is streamed from the disk: the editor would send all of it.
+        const buffer = files === diskOnly || stat.size > MAX_EDITOR_BYTES
+          ? undefined
+          : yield* files.read(context.sessionID, file).pipe(Effect.orElseSucceed(() => undefined))
         // A small file (most reads) is scanned from the bytes already read; a large one is streamed.
         const slice = yield* Effect.tryPromise({
           try: async (): Promise<Slice & { readonly encoding: TextEncoding.Encoding }> => {
