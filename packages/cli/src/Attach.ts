@@ -186,8 +186,8 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
     // run (ServeApprovals.ts); this process's own are a local run's.
     approverConfig: undefined,
     notifyConfig: undefined,
-    serverApprover: client.instance.config({ urlParams: {} }).pipe(
-      Effect.map((config) => serveApproverSettings(config.approver, server.url)),
+    serverApprover: Client.shownApprover(server).pipe(
+      Effect.map((approver) => serveApproverSettings(approver, server.url)),
       Effect.catchAll((error) => Effect.as(warn("could not read the server's approver (asks nobody answers here are rejected)")(error), undefined))
     ),
     describe: (agent, model) => Effect.succeed({ model: model ?? null, agent: agent ?? null, tools: null, mcpServers: null, hooks: [] })

@@ -112,23 +112,25 @@ describe("agent serve: notify and the approver for the sessions it runs", () => 
         notified.push(JSON.parse(body))
         response.writeHead(200).end()
       })
+      // The webhook's url is a secret from the environment: the server masks it in GET /config.
       const box = yield* project(
         model.url,
-        { permission: { read: "ask", approver: { webhook: webhook.url, timeout: 2 } }, notify: [{ url: notify.url, events: ["run.finished"] }] },
+        { permission: { read: "ask", approver: { webhook: "{env:APPROVAL_HOOK}", timeout: 2 } }, notify: [{ url: notify.url, events: ["run.finished"] }] },
         { "project/secret.txt": "x\n" }
       )
-      const served = yield* serve(box, [], { AGENT_SERVER_PASSWORD: PASSWORD })
+      const served = yield* serve(box, [], { AGENT_SERVER_PASSWORD: PASSWORD, APPROVAL_HOOK: `${webhook.url}/secret-path-0123456789` })
       model.push([toolCall("read", { filePath: "secret.txt" })], "I could not read it.")
       const result = yield* agent(box, ["run", "--attach", served.url, "--format", "json", "read the secret"], { env })
       expect(result.code, result.stderr).toBe(3)
-      expect(result.stderr).toMatch(new RegExp(`permission asked for read .*secret\\.txt.*; waiting up to 2 s for a person on agent serve at ${served.url} and webhook ${webhook.url}`))
+      expect(result.stderr).toMatch(new RegExp(`permission asked for read .*secret\\.txt.*; waiting up to 2 s for a person on agent serve at ${served.url} and webhook http://127\\.0\\.0\\.1:\\d+/\\.\\.\\.6789`))
+      expect(result.stdout + result.stderr).not.toContain("secret-path")
       expect(served.stderr()).toMatch(/no answer from the approver .* within 2 s; fallback: deny/)
       expect(asks).toHaveLength(1)
       expect(asks[0]!.link).toMatch(new RegExp(`^${served.url}/permission/per_\\w+$`))
       const lines = events(result.stdout)
       expect(lines[0]).toMatchObject({
         type: "init",
-        permission_mode: { mode: "approver", server: served.url, webhook: webhook.url, timeout: 2, fallback: "deny" }
+        permission_mode: { mode: "approver", server: served.url, webhook: `${webhook.url}/...6789`, timeout: 2, fallback: "deny" }
       })
       expect(lines.at(-1)).toMatchObject({ type: "result", exitCode: 3 })
       expect(lines.at(-1)!.permission_denials).toMatchObject([{ tool: "read", decidedBy: { type: "timeout", seconds: 2 } }])

@@ -88,12 +88,24 @@ export const approverSettings = (
   }
 }
 
+/** The parts of `permission.approver` a server applies (as `ApproverConfig`, or as `GET /config` shows it, secrets masked). */
+export type ServeApproverConfig =
+  | string
+  | {
+    /** For `agent run`: a server does not use it. */
+    readonly url?: string | undefined
+    readonly webhook?: string | undefined
+    readonly headers?: Readonly<Record<string, string>> | undefined
+    readonly timeout?: number | undefined
+    readonly fallback?: ApproverFallback | undefined
+  }
+
 /**
  * What `agent serve` applies to the asks of its own sessions: `webhook`, `timeout` and `fallback`
  * of `permission.approver`, when it names a webhook or a timeout. Its `url` is for `agent run`
  * (the server holds its own asks; it forwards them nowhere), so a url alone changes nothing here.
  */
-export const serveApproverSettings = (config: ApproverConfig | undefined, here: string): ApproverSettings | undefined => {
+export const serveApproverSettings = (config: ServeApproverConfig | undefined, here: string): ApproverSettings | undefined => {
   if (config === undefined || typeof config === "string") return undefined
   if (config.webhook === undefined && config.timeout === undefined) return undefined
   return {
