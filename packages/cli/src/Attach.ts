@@ -11,6 +11,7 @@ import {
   type PermissionID,
   type SessionID
 } from "@agent/domain"
+import { serveApproverSettings } from "@agent/server/ApproverSettings"
 import * as Client from "@agent/server/Client"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import { Console, Data, Deferred, Effect, Option, Queue, Schema, Stream } from "effect"
@@ -181,9 +182,14 @@ const remoteTarget = (server: Server, client: Client.AgentClient): RunTarget<Att
         Effect.catchAll(warn(`could not abort the run on the server (session ${sessionID})`))
       ),
     totals: (sessionID) => client.session.get({ path: { id: sessionID }, urlParams: {} }).pipe(Effect.timeout("5 seconds"), Effect.option),
-    // The server holds its own asks and configuration: the approver and `notify` are a local run's.
+    // The server holds its own asks and configuration: its `notify` and its approver apply to the
+    // run (ServeApprovals.ts); this process's own are a local run's.
     approverConfig: undefined,
     notifyConfig: undefined,
+    serverApprover: Client.shownApprover(server).pipe(
+      Effect.map((approver) => serveApproverSettings(approver, server.url)),
+      Effect.catchAll((error) => Effect.as(warn("could not read the server's approver (asks nobody answers here are rejected)")(error), undefined))
+    ),
     describe: (agent, model) => Effect.succeed({ model: model ?? null, agent: agent ?? null, tools: null, mcpServers: null, hooks: [] })
   }
 }

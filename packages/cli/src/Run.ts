@@ -29,6 +29,7 @@ import type { RunInput } from "./RunCommand.js"
 import type { RunDescription } from "./RunApprovals.js"
 import type { RunReport } from "./RunResult.js"
 import { answerOf, atTerminal, type RunTarget, runOn, type TurnRequest } from "./RunTarget.js"
+import { offerTrust } from "./TrustPrompt.js"
 
 const checkDirectory = (dir: string) =>
   Effect.gen(function*() {
@@ -52,6 +53,8 @@ export const run = (input: RunInput, report: RunReport) =>
       directory: directory ?? process.cwd()
     })
     const instance = source.instance ?? (directory === undefined ? undefined : Instance.layerWith({ directory }))
+    // A person at the terminal decides on the project's own hooks before the runtime reads them.
+    yield* offerTrust(instance ?? Instance.layer)
     // The whole runtime, in `--dir` when given (in the demo's scratch copy for `--replay demo`).
     return yield* Effect.flatMap(localTarget, (target) => runOn(input, target, report)).pipe(
       Effect.provide(makeAppLayer({ ...(instance ? { instance } : {}), ...(source.providers ? { providers: source.providers } : {}) }))

@@ -1,9 +1,9 @@
 // What `agent run` keeps of its permission asks for a script: the denials of the current prompt
-// (the `result` event's `permission_denials`), the `init` event that opens a JSON run, and the
-// notifications `notify` sends. Effect only: loaded by both Run.ts and Attach.ts.
+// (the `result` event's `permission_denials`) and the `init` event that opens a JSON run (the
+// notifications `notify` sends are built in the server package's Notify.ts, which `agent serve`
+// shares). Loaded by both Run.ts and Attach.ts.
 import type { BusEventOf, DecidedBy, PermissionRequest } from "@agent/domain"
-import { type ApproverSettings, summaryOf } from "./ApproverSettings.js"
-import type { Notification } from "./Notify.js"
+import type { ApproverSettings } from "@agent/server/ApproverSettings"
 import type { PermissionDenial, RunReport } from "./RunResult.js"
 
 /** A denial of an ask: who decided, and what it was about. */
@@ -50,7 +50,7 @@ export const permissionMode = (input: { autoApprove: boolean; terminal: boolean;
   if (approver === undefined) return { mode: "reject" }
   return {
     mode: "approver",
-    server: approver.server?.url ?? null,
+    server: approver.server?.url ?? approver.here ?? null,
     webhook: approver.webhook?.url ?? null,
     timeout: approver.timeout,
     fallback: approver.fallback
@@ -83,33 +83,3 @@ export const initEvent = (sessionID: string, directory: string, description: Run
   hooks: description.hooks,
   permission_mode: mode
 })
-
-const base = (sessionID: string, directory: string) => ({ session: sessionID, directory })
-
-export const askNotification = (request: PermissionRequest, directory: string): Notification => ({
-  event: "permission.asked",
-  ...base(request.sessionID, directory),
-  title: `agent asks: ${request.permission}`,
-  message: `Permission asked for ${summaryOf(request)}`,
-  permission: request.permission,
-  summary: summaryOf(request),
-  request: request.id
-})
-
-export const endNotification = (
-  sessionID: string,
-  directory: string,
-  outcome: { readonly reason: string; readonly exitCode: number; readonly answer: string }
-): Notification => {
-  const limit = outcome.reason === "steps" || outcome.reason === "duration" || outcome.reason === "stall" || outcome.reason === "budget"
-  return {
-    event: limit ? "run.limit" : "run.finished",
-    ...base(sessionID, directory),
-    title: limit ? `agent run stopped: ${outcome.reason} limit` : `agent run ${outcome.reason}`,
-    message: limit
-      ? `The run stopped at its ${outcome.reason} limit (exit ${outcome.exitCode}).`
-      : `The run ended: ${outcome.reason} (exit ${outcome.exitCode}).${outcome.answer ? ` ${outcome.answer.slice(0, 500)}` : ""}`,
-    reason: outcome.reason,
-    exitCode: outcome.exitCode
-  }
-}

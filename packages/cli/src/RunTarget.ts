@@ -26,10 +26,10 @@ import { jsonEvent } from "./JsonEvents.js"
 import * as LiveProgress from "./LiveProgress.js"
 import type { RunInput } from "./RunCommand.js"
 import * as RunResult from "./RunResult.js"
+import { approverSettings, type ApproverSettings, describeSettings } from "@agent/server/ApproverSettings"
+import { askNotification, endNotification, makeNotifier, type Notifier } from "@agent/server/Notify"
+import { askApprover } from "@agent/server/RemoteApprover"
 import { askOnTerminal, type PermissionAnswer } from "./ApprovalPrompt.js"
-import { approverSettings, type ApproverSettings, describeSettings } from "./ApproverSettings.js"
-import { makeNotifier, type Notifier } from "./Notify.js"
-import { askApprover } from "./RemoteApprover.js"
 import * as RunApprovals from "./RunApprovals.js"
 import { answerOnTerminal, describeRequest, readPrompt, readStdin } from "./RunTerminal.js"
 
@@ -89,6 +89,11 @@ export interface RunTarget<E> {
   readonly abort: (sessionID: SessionID) => Effect.Effect<void>
   /** `permission.approver` of the configuration in force (none for `--attach`: the server holds its asks). */
   readonly approverConfig: ApproverConfig | undefined
+  /**
+   * `--attach`: how the server answers the asks of its sessions that nobody answers here (its own
+   * `permission.approver`: a webhook, a timeout, the fallback), read when the run is headless.
+   */
+  readonly serverApprover?: Effect.Effect<ApproverSettings | undefined>
   /** `notify` of the configuration in force. */
   readonly notifyConfig: NotifyConfig | undefined
   /** The model, agent, tools, MCP servers and hooks of a run, for the `init` event. */
@@ -233,7 +238,7 @@ const answerAsk = <E>(run: Run<E>, event: BusEvent) =>
     }
     if (event.type !== "permission.asked") return
     const request = event.properties
-    yield* run.notifier.send(RunApprovals.askNotification(request, target.directory))
+    yield* run.notifier.send(askNotification(request, target.directory))
     if (input.autoApprove && request.requiresPerson === undefined) {
       if (!target.approvesItself) yield* target.replyPermission(request, { reply: "once" })
     } else if (run.terminal) {
@@ -242,6 +247,10 @@ const answerAsk = <E>(run: Run<E>, event: BusEvent) =>
         RunApprovals.recordDenial(run.report, RunApprovals.askDenial(request, { type: "person", via: "terminal", ...(answer.message ? { message: answer.message } : {}) }))
       }
       yield* target.replyPermission(request, answer)
+    } else if (run.approver?.here !== undefined) {
+      // `--attach` to a server with an approver: the server holds the ask for its approver and
+      // answers it (or its fallback does); the answer arrives as the server's reply.
+      yield* Console.error(`agent: permission asked for ${describeRequest(request)}; waiting up to ${run.approver.timeout} s for ${describeSettings(run.approver)}`)
     } else if (run.approver !== undefined && (request.requiresPerson === undefined || run.approver.server !== undefined)) {
       yield* holdForApprover(run, request, run.approver)
     } else {
@@ -333,7 +342,7 @@ const runTurn = <E>(run: Run<E>, parts: ReadonlyArray<PromptPart>, command?: { r
     )
     const code = exitCodeOf(outcome.reason)
     yield* printResult(run, outcome, code)
-    yield* run.notifier.send(RunApprovals.endNotification(sessionID, target.directory, { ...outcome, exitCode: code }))
+    yield* run.notifier.send(endNotification(sessionID, target.directory, { ...outcome, exitCode: code }))
     return code
   })
 
@@ -355,6 +364,8 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
       ...(Option.isSome(input.approverFallback) ? { fallback: input.approverFallback.value } : {})
     }, process.env)
     if (typeof approver === "string") return yield* new UsageError({ message: approver })
+    const headless = !terminal
+    const approverInForce = approver ?? (headless && target.serverApprover ? yield* target.serverApprover : undefined)
 
     const wantsStdin = input.message.includes("-")
     const piped = yield* readStdin(wantsStdin)
@@ -384,11 +395,11 @@ export const runOn = <E>(input: RunInput, target: RunTarget<E>, report: RunResul
       : undefined
     const notifier = yield* makeNotifier(target.notifyConfig)
     const run: Run<E> = {
-      input, target, report, sessionID, chosen, json, terminal, view, printedParts: new Set(), approver, notifier, holding: new Map()
+      input, target, report, sessionID, chosen, json, terminal, view, printedParts: new Set(), approver: approverInForce, notifier, holding: new Map()
     }
     if (json) {
       const description = yield* target.describe(chosen.agent, Option.getOrUndefined(input.model))
-      const mode = RunApprovals.permissionMode({ autoApprove: input.autoApprove, terminal, approver })
+      const mode = RunApprovals.permissionMode({ autoApprove: input.autoApprove, terminal, approver: approverInForce })
       yield* Console.log(JSON.stringify(RunApprovals.initEvent(sessionID, target.directory, description, mode)))
     }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { approverSettings, parseServer } from "../src/ApproverSettings.js"
-import { renderTemplate } from "../src/Notify.js"
+import { approverSettings, parseServer } from "@agent/server/ApproverSettings"
+import { renderTemplate } from "@agent/server/Notify"
 import { permissionMode } from "../src/RunApprovals.js"
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`

@@ -44,3 +44,16 @@ describe("redactSecrets", () => {
     })
   })
 })
+
+describe("redactSecrets of a URL", () => {
+  it("a secret URL (from {env:} or under a secret key) stays a URL: scheme and host, the rest masked", () => {
+    const hook = "https://hooks.slack.com/services/T000/B000/secret0123456789"
+    const substitutions = new Map([[hook, "{env:SLACK_HOOK}"]])
+    expect(redactSecrets({ permission: { approver: { webhook: hook } }, notify: hook }, substitutions)).toEqual({
+      permission: { approver: { webhook: "https://hooks.slack.com/...6789" } },
+      notify: "https://hooks.slack.com/...6789"
+    })
+    // Credentials in the URL are never shown.
+    expect(redactSecrets({ token: "https://user:pass@example.test/x" })).toEqual({ token: "https://example.test/...st/x" })
+  })
+})

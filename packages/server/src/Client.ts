@@ -1,9 +1,9 @@
-import { AgentApi } from "@agent/domain"
+import { AgentApi, ApproverFallback } from "@agent/domain"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Effect, Schema, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
 import type { ServerEvent } from "./EventHub.js"
 
 export interface ClientOptions {
@@ -53,3 +53,28 @@ export const events = (options: ClientOptions): Stream.Stream<ServerEvent, Error
       )
     }).pipe(Effect.provide(FetchHttpClient.layer))
   )
+
+/**
+ * `permission.approver` as the server's `GET /config` shows it, read on its own: a webhook url the
+ * server masks (it came from `{env:...}`) is no valid url here, yet still says there is a webhook.
+ */
+const ShownApprover = Schema.Struct({
+  approver: Schema.optional(Schema.Union(
+    Schema.String,
+    Schema.Struct({
+      webhook: Schema.optional(Schema.String),
+      timeout: Schema.optional(Schema.Number),
+      fallback: Schema.optional(ApproverFallback)
+    })
+  ))
+})
+const decodeShownApprover = Schema.decodeUnknownOption(ShownApprover)
+
+/** The server's approver settings as shown (`undefined`: none, or a config this client cannot read). */
+export const shownApprover = (options: ClientOptions) =>
+  Effect.gen(function*() {
+    const client = HttpClient.filterStatusOk(authorize(options)(yield* HttpClient.HttpClient))
+    const response = yield* client.get(new URL("/config", options.baseUrl).toString())
+    const shown = decodeShownApprover(yield* response.json)
+    return Option.isSome(shown) ? shown.value.approver : undefined
+  }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer))

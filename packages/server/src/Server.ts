@@ -18,6 +18,7 @@ import { EventHub, type EventHubOptions } from "./EventHub.js"
 import { ApiHandlers } from "./Handlers.js"
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./JsonDepth.js"
 import * as Origin from "./Origin.js"
+import * as ServeApprovals from "./ServeApprovals.js"
 import * as Web from "./Web.js"
 import * as WebLogin from "./WebLogin.js"
 
@@ -218,14 +219,15 @@ export const layer = (
     : Web.middleware(options.web ?? {}, { authorized, ...(credentials && cookieToken ? { credentials, token: cookieToken } : {}) })
   const checks = guard(options.maxBodyBytes ?? 10 * 1024 * 1024, options.maxJsonDepth ?? MAX_JSON_DEPTH)
 
-  return HttpApiBuilder.serve().pipe(
+  const api = HttpApiBuilder.serve().pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/doc" })),
     // `checks` re-fails the API's typed errors so the API encodes them; the type cannot say so.
     Layer.provide(HttpApiBuilder.middleware((app) => origins(cors(web(auth(checks(app) as HttpApp.Default)))))),
     Layer.provide(HttpApiBuilder.api(AgentApi).pipe(Layer.provide(ApiHandlers))),
-    Layer.provide(EventHub.layer(options.events)),
-    Layer.provideMerge(http)
-  ) as Layer.Layer<HttpServer.HttpServer, ServeError, AppServices>
+    Layer.provide(EventHub.layer(options.events))
+  )
+  // The sessions' asks and ends for `notify` and `permission.approver` (nothing runs without them).
+  return Layer.merge(api, ServeApprovals.layer).pipe(Layer.provideMerge(http)) as Layer.Layer<HttpServer.HttpServer, ServeError, AppServices>
 }
 
 /** The warning `agent serve` prints when anyone on the network could drive the runtime. */

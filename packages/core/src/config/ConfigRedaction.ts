@@ -33,7 +33,23 @@ export const maskSecret = (value: string): string =>
  */
 export type Substitutions = ReadonlyMap<string, string>
 
+/**
+ * A whole http(s) URL stays one (the config schema checks URLs where it shows them, and a client
+ * decodes them): its scheme and host, then the masked rest, `https://hooks.example/...wxyz`.
+ */
+const maskUrl = (value: string): string | undefined => {
+  if (!/^https?:\/\/\S+$/.test(value)) return undefined
+  try {
+    const url = new URL(value)
+    return `${url.protocol}//${url.host}/...${value.length >= 16 ? value.slice(-4) : ""}`
+  } catch {
+    return undefined
+  }
+}
+
 const maskWithOrigin = (value: string, substitutions: Substitutions): string => {
+  const url = maskUrl(value)
+  if (url !== undefined) return url
   const token = substitutions.get(value)
   return token === undefined ? maskSecret(value) : `${maskSecret(value)} (${token})`
 }

@@ -1,5 +1,6 @@
 // Who answers the asks of `agent run` when nobody is at the terminal: `permission.approver` and the
-// `--approver*` flags, decided as a plain function (table-tested in test/ApproverSettings.test.ts).
+// `--approver*` flags, decided as a plain function (table-tested in cli's test/ApproverSettings.test.ts);
+// and what of it `agent serve` applies to its own sessions' asks (`serveApproverSettings`).
 import type { ApproverConfig, ApproverFallback, PermissionRequest } from "@agent/domain"
 
 /** An `agent serve` that holds asks: where, and its Basic credentials. */
@@ -10,7 +11,14 @@ export interface ApproverServer {
 }
 
 export interface ApproverSettings {
+  /** An `agent serve` this run posts its asks to (POST /permission/remote). */
   readonly server?: ApproverServer
+  /**
+   * The `agent serve` whose own session asks (its url, for links): it holds the ask itself, so
+   * nothing is posted to it; the webhook links there. Set by `agent serve`, and by `--attach` for
+   * the attached server's approver.
+   */
+  readonly here?: string
   readonly webhook?: { readonly url: string; readonly headers: Readonly<Record<string, string>> }
   /** Seconds. */
   readonly timeout: number
@@ -80,6 +88,34 @@ export const approverSettings = (
   }
 }
 
+/** The parts of `permission.approver` a server applies (as `ApproverConfig`, or as `GET /config` shows it, secrets masked). */
+export type ServeApproverConfig =
+  | string
+  | {
+    /** For `agent run`: a server does not use it. */
+    readonly url?: string | undefined
+    readonly webhook?: string | undefined
+    readonly headers?: Readonly<Record<string, string>> | undefined
+    readonly timeout?: number | undefined
+    readonly fallback?: ApproverFallback | undefined
+  }
+
+/**
+ * What `agent serve` applies to the asks of its own sessions: `webhook`, `timeout` and `fallback`
+ * of `permission.approver`, when it names a webhook or a timeout. Its `url` is for `agent run`
+ * (the server holds its own asks; it forwards them nowhere), so a url alone changes nothing here.
+ */
+export const serveApproverSettings = (config: ServeApproverConfig | undefined, here: string): ApproverSettings | undefined => {
+  if (config === undefined || typeof config === "string") return undefined
+  if (config.webhook === undefined && config.timeout === undefined) return undefined
+  return {
+    here,
+    ...(config.webhook ? { webhook: { url: config.webhook, headers: config.headers ?? {} } } : {}),
+    timeout: config.timeout ?? DEFAULT_APPROVER_TIMEOUT,
+    fallback: config.fallback ?? "deny"
+  }
+}
+
 /** One line for a person: the command, the file, the URL an ask is about. */
 export const summaryOf = (request: PermissionRequest): string => {
   const { metadata } = request
@@ -92,6 +128,9 @@ export const summaryOf = (request: PermissionRequest): string => {
 
 /** Where the run says what an approver decided, for a script's author reading stderr. */
 export const describeSettings = (settings: ApproverSettings) =>
-  [settings.server ? `agent serve at ${settings.server.url}` : undefined, settings.webhook ? `webhook ${settings.webhook.url}` : undefined]
+  [
+    settings.server ? `agent serve at ${settings.server.url}` : settings.here ? `a person on agent serve at ${settings.here}` : undefined,
+    settings.webhook ? `webhook ${settings.webhook.url}` : undefined
+  ]
     .filter((part) => part !== undefined)
     .join(" and ")

@@ -1,8 +1,10 @@
-// `notify`: webhooks told of a run's permission asks, its end and its limit stops. Each post runs
+// `notify`: webhooks told of a run's permission asks, its end and its limit stops (of `agent run`, or
+// of the sessions `agent serve` runs: ServeApprovals.ts). Each post runs
 // on its own fiber with retries and backoff: it never delays or fails the run; at the end the run
 // gives the posts still going a short grace, then leaves them (docs/configuration.md, "notify").
-import type { NotifyConfig, NotifyEvent, NotifyTarget } from "@agent/domain"
+import type { NotifyConfig, NotifyEvent, NotifyTarget, PermissionRequest } from "@agent/domain"
 import { Console, Duration, Effect, FiberSet, Schedule, type Scope } from "effect"
+import { summaryOf } from "./ApproverSettings.js"
 
 /** What a notification says; the fields a template may name as `{{field}}`. */
 export interface Notification {
@@ -116,3 +118,35 @@ export const makeNotifier = (config: NotifyConfig | undefined): Effect.Effect<No
       )
     } satisfies Notifier
   })
+
+const base = (sessionID: string, directory: string) => ({ session: sessionID, directory })
+
+export const askNotification = (request: PermissionRequest, directory: string): Notification => ({
+  event: "permission.asked",
+  ...base(request.sessionID, directory),
+  title: `agent asks: ${request.permission}`,
+  message: `Permission asked for ${summaryOf(request)}`,
+  permission: request.permission,
+  summary: summaryOf(request),
+  request: request.id
+})
+
+/** A run's end; `exitCode` is `agent run`'s (a run on `agent serve` has none). */
+export const endNotification = (
+  sessionID: string,
+  directory: string,
+  outcome: { readonly reason: string; readonly exitCode?: number | undefined; readonly answer: string }
+): Notification => {
+  const exit = outcome.exitCode === undefined ? "" : ` (exit ${outcome.exitCode})`
+  const limit = outcome.reason === "steps" || outcome.reason === "duration" || outcome.reason === "stall" || outcome.reason === "budget"
+  return {
+    event: limit ? "run.limit" : "run.finished",
+    ...base(sessionID, directory),
+    title: limit ? `agent run stopped: ${outcome.reason} limit` : `agent run ${outcome.reason}`,
+    message: limit
+      ? `The run stopped at its ${outcome.reason} limit${exit}.`
+      : `The run ended: ${outcome.reason}${exit}.${outcome.answer ? ` ${outcome.answer.slice(0, 500)}` : ""}`,
+    reason: outcome.reason,
+    ...(outcome.exitCode === undefined ? {} : { exitCode: outcome.exitCode })
+  }
+}

@@ -1,6 +1,7 @@
 // The approver chain of a headless ask after the rules (and the PermissionRequest hooks) left it
-// open: an `agent serve` that holds it (POST /permission/remote, docs/server.md) and/or a webhook
-// (docs/permissions.md), until the first answer or the timeout; then the fallback.
+// open: an `agent serve` that holds it (POST /permission/remote, docs/server.md; or the server whose
+// own session asks, ServeApprovals.ts) and/or a webhook (docs/permissions.md), until the first answer
+// or the timeout; then the fallback. Used by `agent run` and by `agent serve`.
 import {
   type ApprovalWebhookBody,
   type DecidedBy,
@@ -10,8 +11,10 @@ import {
   WebhookAnswer
 } from "@agent/domain"
 import { Console, Data, Deferred, Duration, Effect, Either, Schema } from "effect"
-import type { PermissionAnswer } from "./ApprovalPrompt.js"
 import { type ApproverServer, type ApproverSettings, describeSettings, summaryOf } from "./ApproverSettings.js"
+
+/** An answer to an ask: as a person gives it at a terminal or on a server. */
+export type PermissionAnswer = { readonly reply: "once" | "always" | "reject"; readonly message?: string }
 
 /** What the chain decided, and who decided it. */
 export interface Verdict {
@@ -130,9 +133,12 @@ export const askApprover = (settings: ApproverSettings, request: PermissionReque
       ),
       Effect.catchAll((error) => Effect.succeed<Outcome>({ _tag: "Unavailable", error: `${server.url}: ${error.message}` }))
     )
+    // Where a person answers the ask besides the webhook: the server holding it for this run, or
+    // the server whose own ask it is (`here`, where its id is the request's).
+    const holder = server?.url ?? settings.here
     const viaWebhook: Effect.Effect<Outcome> = webhook === undefined ? Effect.never : Effect.gen(function*() {
       // With a server, the webhook gets the link to the ask it holds.
-      const id = server === undefined ? undefined : yield* Deferred.await(asked)
+      const id = server !== undefined ? yield* Deferred.await(asked) : settings.here !== undefined ? request.id : undefined
       const body: ApprovalWebhookBody = {
         type: "permission.asked",
         id: request.id,
@@ -143,20 +149,20 @@ export const askApprover = (settings: ApproverSettings, request: PermissionReque
         always: request.always,
         summary: summaryOf(request),
         ...(typeof request.metadata.diff === "string" ? { diff: request.metadata.diff } : {}),
-        link: server && id ? `${server.url}/permission/${id}` : null,
-        reply_url: server && id ? `${server.url}/permission/${id}/reply` : null,
+        link: holder && id ? `${holder}/permission/${id}` : null,
+        reply_url: holder && id ? `${holder}/permission/${id}/reply` : null,
         timeout: settings.timeout,
         expires: request.time.created + settings.timeout * 1000
       }
       const answer = yield* postWebhook(webhook, body).pipe(
         Effect.catchAll((error): Effect.Effect<Outcome | undefined> =>
-          server === undefined
+          holder === undefined
             ? Effect.succeed({ _tag: "Unavailable", error: `${webhook.url}: ${error.message}` })
-            : Effect.as(Console.error(`agent: approval webhook failed (${error.message}); waiting for ${server.url}`), undefined)
+            : Effect.as(Console.error(`agent: approval webhook failed (${error.message}); waiting for ${holder}`), undefined)
         )
       )
       if (answer === undefined) {
-        return server === undefined
+        return holder === undefined
           ? { _tag: "Unavailable", error: `${webhook.url}: the webhook answered without a reply and no agent serve holds the ask` }
           : yield* Effect.never
       }
