@@ -1,6 +1,6 @@
 import type { BusEvent } from "@agent/domain"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema, type Scope } from "effect"
 import { openedFile, withBusyRetry } from "./Database.js"
 import { sessionOf } from "./EventSession.js"
 
@@ -68,95 +68,103 @@ export interface EventLogShape {
   readonly channel: string | undefined
 }
 
+/** The log over the store's connection (the EventLog service's value, for layers that use it without the Tag). */
+export const makeEventLog: Effect.Effect<EventLogShape, never, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const write = withBusyRetry(yield* openedFile)
+  const channel = yield* sql.onDialectOrElse({
+    pg: () =>
+      write(sql<{ schema: string }>`SELECT current_schema() AS schema`).pipe(Effect.map(([row]) => channelOf(row?.schema ?? "public"))),
+    orElse: () => Effect.succeed(undefined)
+  })
+
+  const append = Effect.fn("EventLog.append")(function*(events: ReadonlyArray<BusEvent>) {
+    if (events.length === 0) return []
+    const now = Date.now()
+    const sessions = events.map(sessionOf)
+    const counts = new Map<string, number>()
+    for (const session of sessions) if (session !== undefined) counts.set(session, (counts.get(session) ?? 0) + 1)
+    return yield* write(sql.withTransaction(Effect.gen(function*() {
+      // First: the row every append locks, so appends number and commit in turn.
+      const [global] = yield* sql<{ seq: number }>`UPDATE event_log_head SET seq = seq + ${events.length} WHERE stream = '*' RETURNING seq`
+      const first = (global?.seq ?? events.length) - events.length + 1
+      const next = new Map<string, number>()
+      if (counts.size > 0) {
+        const heads = yield* sql<{ stream: string; seq: number }>`INSERT INTO event_log_head ${
+          sql.insert([...counts].map(([stream, seq]) => ({ stream, seq })))
+        } ON CONFLICT (stream) DO UPDATE SET seq = event_log_head.seq + excluded.seq RETURNING stream, seq`
+        for (const head of heads) next.set(head.stream, Number(head.seq) - counts.get(head.stream)! + 1)
+      }
+      const logged: Array<LoggedEvent> = events.map((event, index) => {
+        const sessionID = sessions[index]
+        let seq: number | undefined
+        if (sessionID !== undefined) {
+          seq = next.get(sessionID)!
+          next.set(sessionID, seq + 1)
+        }
+        return { pos: first + index, sessionID, seq, type: event.type, properties: event.properties }
+      })
+      for (let start = 0; start < logged.length; start += INSERT_CHUNK) {
+        const rows = logged.slice(start, start + INSERT_CHUNK).map((event) => ({
+          pos: event.pos,
+          session_id: event.sessionID ?? null,
+          seq: event.seq ?? null,
+          type: event.type,
+          data: JSON.stringify(event.properties),
+          time_created: now
+        }))
+        yield* sql`INSERT INTO event_log ${sql.insert(rows)}`
+      }
+      // Delivered when the transaction commits, not before.
+      if (channel !== undefined) yield* sql`SELECT pg_notify(${channel}, ${String(first + events.length - 1)})`
+      return logged
+    })))
+  })
+
+  const after = (pos: number, limit: number, upTo?: number) =>
+    write(
+      upTo === undefined
+        ? sql`SELECT pos, session_id, seq, type, data FROM event_log WHERE pos > ${pos} ORDER BY pos LIMIT ${limit}`
+        : sql`SELECT pos, session_id, seq, type, data FROM event_log WHERE pos > ${pos} AND pos <= ${upTo} ORDER BY pos LIMIT ${limit}`
+    ).pipe(
+      Effect.map((rows) =>
+        decodeRows(rows).map((row): LoggedEvent => ({
+          pos: row.pos,
+          sessionID: row.session_id ?? undefined,
+          seq: row.seq ?? undefined,
+          type: row.type,
+          properties: row.data
+        }))
+      ),
+      Effect.withSpan("EventLog.after")
+    )
+
+  const head = () =>
+    write(sql<{ seq: number }>`SELECT seq FROM event_log_head WHERE stream = '*'`).pipe(Effect.map(([row]) => Number(row?.seq ?? 0)))
+
+  const prune = Effect.fn("EventLog.prune")(function*(before: number) {
+    return yield* write(sql.withTransaction(Effect.gen(function*() {
+      // Taken first, as appends take it: a prune and an append never wait on each other's rows.
+      yield* sql`UPDATE event_log_head SET seq = seq WHERE stream = '*'`
+      const [count] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM event_log WHERE time_created < ${before}`
+      yield* sql`DELETE FROM event_log WHERE time_created < ${before}`
+      // A deleted session's numbering is not needed any more; a live one keeps counting.
+      yield* sql`DELETE FROM event_log_head WHERE stream <> '*' AND stream NOT IN (SELECT id FROM session)`
+      return Number(count?.n ?? 0)
+    })))
+  })
+
+  return { append, after, head, prune, channel }
+})
+
 export class EventLog extends Context.Tag("@agent/core/EventLog")<EventLog, EventLogShape>() {
-  static readonly layer: Layer.Layer<EventLog, never, SqlClient.SqlClient> = Layer.effect(
-    EventLog,
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const write = withBusyRetry(yield* openedFile)
-      const channel = yield* sql.onDialectOrElse({
-        pg: () =>
-          write(sql<{ schema: string }>`SELECT current_schema() AS schema`).pipe(Effect.map(([row]) => channelOf(row?.schema ?? "public"))),
-        orElse: () => Effect.succeed(undefined)
-      })
-
-      const append = Effect.fn("EventLog.append")(function*(events: ReadonlyArray<BusEvent>) {
-        if (events.length === 0) return []
-        const now = Date.now()
-        const sessions = events.map(sessionOf)
-        const counts = new Map<string, number>()
-        for (const session of sessions) if (session !== undefined) counts.set(session, (counts.get(session) ?? 0) + 1)
-        return yield* write(sql.withTransaction(Effect.gen(function*() {
-          // First: the row every append locks, so appends number and commit in turn.
-          const [global] = yield* sql<{ seq: number }>`UPDATE event_log_head SET seq = seq + ${events.length} WHERE stream = '*' RETURNING seq`
-          const first = (global?.seq ?? events.length) - events.length + 1
-          const next = new Map<string, number>()
-          if (counts.size > 0) {
-            const heads = yield* sql<{ stream: string; seq: number }>`INSERT INTO event_log_head ${
-              sql.insert([...counts].map(([stream, seq]) => ({ stream, seq })))
-            } ON CONFLICT (stream) DO UPDATE SET seq = event_log_head.seq + excluded.seq RETURNING stream, seq`
-            for (const head of heads) next.set(head.stream, Number(head.seq) - counts.get(head.stream)! + 1)
-          }
-          const logged: Array<LoggedEvent> = events.map((event, index) => {
-            const sessionID = sessions[index]
-            let seq: number | undefined
-            if (sessionID !== undefined) {
-              seq = next.get(sessionID)!
-              next.set(sessionID, seq + 1)
-            }
-            return { pos: first + index, sessionID, seq, type: event.type, properties: event.properties }
-          })
-          for (let start = 0; start < logged.length; start += INSERT_CHUNK) {
-            const rows = logged.slice(start, start + INSERT_CHUNK).map((event) => ({
-              pos: event.pos,
-              session_id: event.sessionID ?? null,
-              seq: event.seq ?? null,
-              type: event.type,
-              data: JSON.stringify(event.properties),
-              time_created: now
-            }))
-            yield* sql`INSERT INTO event_log ${sql.insert(rows)}`
-          }
-          // Delivered when the transaction commits, not before.
-          if (channel !== undefined) yield* sql`SELECT pg_notify(${channel}, ${String(first + events.length - 1)})`
-          return logged
-        })))
-      })
-
-      const after = (pos: number, limit: number, upTo?: number) =>
-        write(
-          upTo === undefined
-            ? sql`SELECT pos, session_id, seq, type, data FROM event_log WHERE pos > ${pos} ORDER BY pos LIMIT ${limit}`
-            : sql`SELECT pos, session_id, seq, type, data FROM event_log WHERE pos > ${pos} AND pos <= ${upTo} ORDER BY pos LIMIT ${limit}`
-        ).pipe(
-          Effect.map((rows) =>
-            decodeRows(rows).map((row): LoggedEvent => ({
-              pos: row.pos,
-              sessionID: row.session_id ?? undefined,
-              seq: row.seq ?? undefined,
-              type: row.type,
-              properties: row.data
-            }))
-          ),
-          Effect.withSpan("EventLog.after")
-        )
-
-      const head = () =>
-        write(sql<{ seq: number }>`SELECT seq FROM event_log_head WHERE stream = '*'`).pipe(Effect.map(([row]) => Number(row?.seq ?? 0)))
-
-      const prune = Effect.fn("EventLog.prune")(function*(before: number) {
-        return yield* write(sql.withTransaction(Effect.gen(function*() {
-          // Taken first, as appends take it: a prune and an append never wait on each other's rows.
-          yield* sql`UPDATE event_log_head SET seq = seq WHERE stream = '*'`
-          const [count] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM event_log WHERE time_created < ${before}`
-          yield* sql`DELETE FROM event_log WHERE time_created < ${before}`
-          // A deleted session's numbering is not needed any more; a live one keeps counting.
-          yield* sql`DELETE FROM event_log_head WHERE stream <> '*' AND stream NOT IN (SELECT id FROM session)`
-          return Number(count?.n ?? 0)
-        })))
-      })
-
-      return EventLog.of({ append, after, head, prune, channel })
-    })
-  )
+  static readonly layer: Layer.Layer<EventLog, never, SqlClient.SqlClient> = Layer.effect(EventLog, makeEventLog)
 }
+
+/**
+ * Calls `wake` whenever another process (or this one) commits events to the PostgreSQL log named by
+ * `channel`, and after each (re)connection of the LISTEN connection, while the scope lasts. Loads
+ * the PostgreSQL driver's side of it only when called.
+ */
+export const listen = (channel: string, wake: () => void): Effect.Effect<void, never, Scope.Scope | SqlClient.SqlClient> =>
+  Effect.flatMap(Effect.promise(() => import("./EventLogListener.js")), (listener) => listener.listen(channel, wake))
