@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { project, serve } from "./AgentProcess.js"
 
-// Two `agent serve` processes on one PostgreSQL database (docs/replicas.md): a run prompted on A
+// Two `agent serve` processes on one PostgreSQL database (docs/storage.md, "The event log"): a run prompted on A
 // streams to a client of B; the client leaves mid-run and resumes on A with Last-Event-ID; the
 // LISTEN connections of both are terminated by the database meanwhile. What the client got adds up
 // to the whole log: in order, nothing missing, nothing twice, each session's numbers contiguous.

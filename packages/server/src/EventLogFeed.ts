@@ -5,7 +5,7 @@ import type { OlderEvents, ServerEvent } from "./EventFanout.js"
 
 // The event stream of a replica on PostgreSQL: the events come from the event log (every replica's,
 // this one's included, which its EventLogWriter appended), not from this process's bus, so every
-// replica sends the same events under the same ids (docs/replicas.md).
+// replica sends the same events under the same ids (docs/storage.md, "The event log").
 
 export interface EventLogFeedOptions {
   /**

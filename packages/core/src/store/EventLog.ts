@@ -5,7 +5,7 @@ import { openedFile, withBusyRetry } from "./Database.js"
 import { sessionOf } from "./EventSession.js"
 
 // The event log: what `agent serve` replicas on one database send their clients, in one order all
-// of them agree on (docs/replicas.md). Each replica appends the events its own bus publishes and
+// of them agree on (docs/storage.md, "The event log"). Each replica appends the events its own bus publishes and
 // reads everyone's back; a client's Last-Event-ID is a position in this log, good on any replica.
 //
 // The cursor is one global position, `pos`, given out from the '*' row of `event_log_head` by the

@@ -8,7 +8,7 @@ import { type EventLogShape, makeEventLog } from "./EventLog.js"
 
 // The writing side of the event log: on a PostgreSQL store, every event this process's bus
 // publishes is appended to the log, where the `agent serve` replicas on the database read it
-// (docs/replicas.md). The process that runs a session is the one that publishes its events, so a
+// (docs/storage.md, "The event log"). The process that runs a session is the one that publishes its events, so a
 // session's events enter the log in the order its run made them. On SQLite nothing is written:
 // one `agent serve` streams its own bus (measured: docs/performance.md).
 
