@@ -121,4 +121,32 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas on PostgreSQL"
       expect(now.length).toBe(2)
       expect(now.some((pid) => old.includes(pid))).toBe(false)
     }), 90_000)
+
+  it.scopedLive("SIGTERM of the server running a session: a client of the other sees the interrupted tool call, logged on the way out", () =>
+    Effect.gen(function*() {
+      const model = yield* MockOpenAIServer.start([
+        [toolCall("bash", { command: "sleep 30", description: "wait a long time" })],
+        "never reached"
+      ])
+      const box = yield* project(model.url)
+      const env = { AGENT_DATABASE_URL: yield* TestDatabase.freshPostgres }
+      const [a, b] = yield* Effect.all([serve(box, [], env), serve(box, [], env)], { concurrency: 2 })
+      const session = (yield* Effect.promise(() =>
+        fetch(`${a.url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).then((r) => r.json())
+      )) as { id: string }
+      const tool = (status: string) => (event: WireEvent) =>
+        event.type === "message.part.updated" && event.properties.part.type === "tool" && event.properties.part.state.status === status
+      const [running] = yield* Effect.all([
+        read(b.url, tool("running"), 0),
+        post(`${a.url}/session/${session.id}/prompt_async`, { parts: [{ type: "text", text: "wait" }] })
+      ], { concurrency: "unbounded" })
+      a.child.kill("SIGTERM")
+      expect(yield* Effect.promise(() => a.exited), a.stderr()).toBe(0)
+      const after = yield* read(b.url, tool("error"), running.at(-1)!.id)
+      const interrupted = after.at(-1)!.properties.part
+      expect(interrupted.sessionID).toBe(session.id)
+      expect(interrupted.state.error).toMatch(/interrupt|abort/i)
+      const union = [...running, ...after]
+      expect(union.map((event) => event.id)).toEqual(union.map((_, index) => index + 1))
+    }), 60_000)
 })
