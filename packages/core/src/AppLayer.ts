@@ -17,6 +17,7 @@ import { InstructionLoader } from "./context/InstructionLoader.js"
 import { SkillRegistry } from "./context/SkillRegistry.js"
 import { ConfigService } from "./config/ConfigService.js"
 import * as Database from "./store/Database.js"
+import * as EventLogWriter from "./store/EventLogWriter.js"
 import { SessionStore } from "./store/SessionStore.js"
 import { LLMService } from "./llm/LLMService.js"
 import { ProviderRegistry } from "./llm/ProviderRegistry.js"
@@ -100,7 +101,9 @@ export const makeAppLayer = <PolicyError = never>(
     Layer.provideMerge(ConfigService.layer),
     Layer.provideMerge(traced)
   )
-  const sandboxed = (options.sandbox ?? Sandbox.layer).pipe(Layer.provideMerge(configured))
+  // Built before every service that publishes, so it subscribes first and stops last (a no-op on SQLite).
+  const logged = EventLogWriter.layer.pipe(Layer.provideMerge(configured))
+  const sandboxed = (options.sandbox ?? Sandbox.layer).pipe(Layer.provideMerge(logged))
   const services = Layer.mergeAll(
     options.approvals ?? ApprovalStore.layerSql,
     options.policy ?? PermissionPolicy.layer,

@@ -67,3 +67,17 @@ export const freshPostgres: Effect.Effect<string, never, Scope.Scope> = Effect.a
  */
 export const target = (backend: Backend, box: Sandbox, name = "home/agent.db"): Effect.Effect<string, never, Scope.Scope> =>
   backend === "sqlite" ? Effect.sync(() => box.path(name)) : freshPostgres
+
+/** Runs one statement on the test server as its superuser, outside any test's schema (pg_stat_activity, pg_terminate_backend). */
+export const adminQuery = <Row extends Record<string, unknown>>(text: string, params: ReadonlyArray<unknown> = []): Effect.Effect<ReadonlyArray<Row>> =>
+  Effect.promise(async () => {
+    const server = serverUrl()
+    if (!server) throw new Error(notRunReason)
+    const client = new Pg.Client({ connectionString: server })
+    await client.connect()
+    try {
+      return (await client.query<Row>(text, [...params])).rows
+    } finally {
+      await client.end()
+    }
+  })

@@ -20,6 +20,8 @@ export interface TestRuntimeOptions extends TestInstance.TestInstanceOptions {
   readonly fileDatabase?: boolean
   /** `"postgres"`: the database is a fresh schema on the tests' PostgreSQL server (TestDatabase). */
   readonly backend?: TestDatabase.Backend
+  /** A database to open instead (a PostgreSQL URL or a file): runtimes given the same one share it, as replicas do. */
+  readonly database?: string
   /**
    * The small model that names sessions (default: one that always answers "Test session",
    * so title generation never eats the scripted model's turns).
@@ -38,7 +40,9 @@ export const titleModel = (title = "Test session"): LanguageModelV3 =>
 export const make = (options: TestRuntimeOptions) =>
   Effect.gen(function*() {
     const box = yield* TestInstance.sandbox(options)
-    const database = options.backend === "postgres"
+    const database = options.database !== undefined
+      ? { database: Database.layerTarget(options.database) }
+      : options.backend === "postgres"
       ? { database: Database.layerTarget(yield* TestDatabase.freshPostgres) }
       : options.fileDatabase
       ? {}

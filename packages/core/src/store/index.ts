@@ -6,6 +6,7 @@ import type { MessageNotFound, SessionImportError, SessionNotFound } from "@agen
 export * as Database from "./Database.js"
 export { filename, openedFile, withBusyRetry } from "./Database.js"
 export { SessionStore } from "./SessionStore.js"
+export { EventLog } from "./EventLog.js"
 
 /** The errors this subsystem's services fail with. */
 export type StoreError = SessionNotFound | MessageNotFound | SessionImportError

@@ -490,7 +490,7 @@ describe("database file (SQLite)", () => {
         const sql = yield* SqlClient.SqlClient
         expect((yield* (yield* SessionStore).get(id)).title).toBe("kept")
         const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations`
-        expect(migrations.map((row) => row.migration_id)).toEqual([1, 2, 3])
+        expect(migrations.map((row) => row.migration_id)).toEqual([1, 2, 3, 4])
         const pragma = (name: string) => sql.unsafe<Record<string, unknown>>(`PRAGMA ${name}`).pipe(Effect.map((rows) => Object.values(rows[0]!)[0]))
         expect(yield* pragma("journal_mode")).toBe("wal")
         expect(yield* pragma("auto_vacuum")).toBe(2)
@@ -515,7 +515,7 @@ describe("database file (SQLite)", () => {
 
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        expect((yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`).map((row) => row.migration_id)).toEqual([1, 2, 3])
+        expect((yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`).map((row) => row.migration_id)).toEqual([1, 2, 3, 4])
         expect((yield* (yield* SessionStore).get(id)).title).toBe("from version 1")
         expect(yield* count(sql, "session_diff")).toBe(0)
       }).pipe(Effect.provide(storeLayer(box, file)))

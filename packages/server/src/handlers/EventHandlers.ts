@@ -32,13 +32,12 @@ export const EventHandlers = HttpApiBuilder.group(AgentApi, "event", (handlers) 
             Effect.zipRight(Effect.sync(() => NodeHttpServerRequest.toServerResponse(request).destroy())),
             Effect.forkScoped
           )
-          return subscription.events
+          // `server.connected` once the subscription is live: a client that acts on it (sends a
+          // prompt) cannot miss the first events of what it started.
+          return Stream.make<Array<ServerEvent>>({ type: "server.connected", properties: {} }).pipe(Stream.concat(subscription.events))
         }))
         // Heartbeats arrive through the hub, in the same queue as the events.
-        const body = Stream.make<Array<ServerEvent>>({ type: "server.connected", properties: {} }).pipe(
-          Stream.concat(events),
-          Stream.mapChunks(frames)
-        )
+        const body = events.pipe(Stream.mapChunks(frames))
         return HttpServerResponse.stream(body, {
           contentType: "text/event-stream",
           headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }

@@ -1,0 +1,93 @@
+import { type EventLogShape, listenEventLog, type LoggedEvent } from "@agent/core"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { Chunk, Duration, Effect, Option, Queue, Schedule, type Scope, Stream } from "effect"
+import type { OlderEvents, ServerEvent } from "./EventFanout.js"
+
+// The event stream of a replica on PostgreSQL: the events come from the event log (every replica's,
+// this one's included, which its EventLogWriter appended), not from this process's bus, so every
+// replica sends the same events under the same ids (docs/storage.md, "The event log").
+
+export interface EventLogFeedOptions {
+  /**
+   * How often the log is read even without a notification (default 2 s): a notification lost with
+   * a dropped LISTEN connection delays events by at most this, never loses them.
+   */
+  readonly poll?: Duration.DurationInput
+  /** How long events are kept in the log for `Last-Event-ID` (default 24 hours). */
+  readonly retention?: Duration.DurationInput
+  /** How often this replica deletes the events older than `retention` (default 10 minutes). */
+  readonly pruneEvery?: Duration.DurationInput
+}
+
+/** Rows read per query. */
+const PAGE = 1_000
+
+export const toServerEvent = (event: LoggedEvent): ServerEvent =>
+  event.seq !== undefined
+    ? { id: event.pos, seq: event.seq, type: event.type, properties: event.properties }
+    : { id: event.pos, type: event.type, properties: event.properties }
+
+/** Replays from the log: the events after `after` up to `upTo`, a page per query. */
+export const olderEvents = (log: EventLogShape): OlderEvents => (after, upTo) =>
+  Stream.paginateChunkEffect(after, (from) =>
+    log.after(from, PAGE, upTo).pipe(
+      Effect.map((page) => [
+        Chunk.unsafeFromArray(page.map(toServerEvent)),
+        page.length === PAGE ? Option.some(page[page.length - 1]!.pos) : Option.none<number>()
+      ] as const)
+    ))
+
+/** Where the reader is: the last position it passed on. */
+interface Tail {
+  cursor: number
+}
+
+/**
+ * Reads the log after `head` as it grows and passes each event to `deliver`, in order: on every
+ * NOTIFY (PostgreSQL), every `poll`, and after the LISTEN connection comes back. Prunes old events.
+ */
+export const followLog = (
+  log: EventLogShape,
+  head: number,
+  deliver: (event: ServerEvent) => void,
+  options: EventLogFeedOptions = {}
+): Effect.Effect<void, never, Scope.Scope | SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const tail: Tail = { cursor: head }
+    const wake = yield* Queue.sliding<void>(1)
+    const readNew = Effect.gen(function*() {
+      for (;;) {
+        const page = yield* log.after(tail.cursor, PAGE)
+        for (const event of page) deliver(toServerEvent(event))
+        if (page.length > 0) tail.cursor = page[page.length - 1]!.pos
+        if (page.length < PAGE) return
+      }
+    })
+    yield* Queue.take(wake).pipe(
+      Effect.zipRight(readNew.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logError("event log: reading failed; trying again in a second", cause).pipe(
+            Effect.zipRight(Effect.sleep("1 second")),
+            Effect.zipRight(Effect.sync(() => wake.unsafeOffer(undefined)))
+          )
+        )
+      )),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    yield* Effect.sync(() => wake.unsafeOffer(undefined)).pipe(
+      Effect.delay(options.poll ?? "2 seconds"),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    if (log.channel !== undefined) yield* listenEventLog(log.channel, () => wake.unsafeOffer(undefined))
+
+    const retention = Duration.toMillis(options.retention ?? "24 hours")
+    yield* Effect.suspend(() => log.prune(Date.now() - retention)).pipe(
+      Effect.tap((deleted) => deleted > 0 ? Effect.logInfo(`event log: deleted ${deleted} events older than ${Duration.format(retention)}`) : Effect.void),
+      Effect.catchAllCause((cause) => Effect.logWarning("event log: pruning failed", cause)),
+      Effect.repeat({ schedule: Schedule.spaced(options.pruneEvery ?? "10 minutes") }),
+      Effect.delay("1 minute"),
+      Effect.forkScoped
+    )
+  })

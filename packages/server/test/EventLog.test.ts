@@ -1,0 +1,142 @@
+import { Bus, makeEventLog } from "@agent/core"
+import type { SessionID } from "@agent/domain"
+import { ScriptedModel, TestDatabase } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { serve } from "./support.js"
+
+// Two servers on one PostgreSQL database, in this process (each its own runtime, bus and event
+// log reader): what one publishes reaches the other's clients in the same order under the same
+// ids, a client resumes on either with Last-Event-ID, and a dropped LISTEN connection comes back.
+// With real `agent serve` processes and a scripted run: packages/cli/test/Replicas.test.ts.
+
+const ses = (n: number) => `ses_${String(n).padStart(26, "0")}` as SessionID
+const todo = (session: SessionID, content: string) => ({
+  type: "todo.updated" as const,
+  properties: { sessionID: session, todos: [{ content, status: "pending" as const, priority: "low" as const }] }
+})
+
+interface WireEvent {
+  readonly id?: number
+  readonly seq?: number
+  readonly type: string
+  readonly properties: any
+}
+
+/** Opens `/event` (from `lastEventId` when given) and reads until `stop` holds; then closes it. */
+const read = (url: string, stop: (events: ReadonlyArray<WireEvent>) => boolean, lastEventId?: number) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${url}/event`, { headers: lastEventId !== undefined ? { "last-event-id": String(lastEventId) } : {} })
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+    const events: Array<WireEvent> = []
+    let buffer = ""
+    const deadline = setTimeout(() => void reader.cancel(), 15_000)
+    while (!stop(events)) {
+      const { done, value } = await reader.read()
+      if (done) break
+      buffer += value
+      const frames = buffer.split("\n\n")
+      buffer = frames.pop()!
+      for (const frame of frames) {
+        const data = frame.split("\n").find((line) => line.startsWith("data: "))
+        if (data) events.push(JSON.parse(data.slice(6)))
+      }
+    }
+    clearTimeout(deadline)
+    await reader.cancel()
+    return events.filter((event) => event.id !== undefined)
+  })
+
+const todos = (events: ReadonlyArray<WireEvent>) => events.filter((event) => event.type === "todo.updated")
+const contents = (events: ReadonlyArray<WireEvent>) => todos(events).map((event) => event.properties.todos[0].content)
+const countTodos = (n: number) => (events: ReadonlyArray<WireEvent>) => todos(events).length >= n
+
+/** Ids follow each other without a hole; each session's seq counts 1, 2, ... from its first event here. */
+const contiguous = (events: ReadonlyArray<WireEvent>) => {
+  const ids = events.map((event) => event.id!)
+  expect(ids).toEqual(ids.map((_, index) => ids[0]! + index))
+  const seqs = new Map<string, Array<number>>()
+  for (const event of todos(events)) seqs.set(event.properties.sessionID, [...(seqs.get(event.properties.sessionID) ?? []), event.seq!])
+  for (const list of seqs.values()) expect(list).toEqual(list.map((_, index) => list[0]! + index))
+}
+
+const model = () => ScriptedModel.make(["x"])
+
+describe.runIf(TestDatabase.postgresRuns())("the event stream of replicas on PostgreSQL", () => {
+  it.scopedLive("a client of B gets what A published, in order, under the ids A's clients see", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase.freshPostgres
+      const a = yield* serve({ model: model(), database })
+      const b = yield* serve({ model: model(), database })
+      const publish = a.run(Effect.gen(function*() {
+        const bus = yield* Bus
+        for (let n = 0; n < 30; n++) yield* bus.publish(todo(ses(n % 2), `task ${n}`))
+      }))
+      const [onA, onB] = yield* Effect.all([read(a.url, countTodos(30), 0), read(b.url, countTodos(30), 0), publish], { concurrency: "unbounded" })
+      expect(contents(onB)).toEqual(Array.from({ length: 30 }, (_, n) => `task ${n}`))
+      expect(onB).toEqual(onA)
+      contiguous(onB)
+      expect(todos(onB).filter((event) => event.properties.sessionID === ses(1)).map((event) => event.seq)).toEqual(
+        Array.from({ length: 15 }, (_, n) => n + 1)
+      )
+    }))
+
+  it.scopedLive("a client that left A resumes on B with Last-Event-ID, past B's buffer: nothing missed, nothing twice", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase.freshPostgres
+      const a = yield* serve({ model: model(), database })
+      // B keeps 4 events for replay: the rest of a resume comes from the log.
+      const b = yield* serve({ model: model(), database, server: { events: { replay: 4 } } })
+      const publish = (from: number, to: number) =>
+        a.run(Effect.gen(function*() {
+          const bus = yield* Bus
+          for (let n = from; n < to; n++) yield* bus.publish(todo(ses(n % 3), `task ${n}`))
+        }))
+      const [first] = yield* Effect.all([read(a.url, countTodos(10), 0), publish(0, 10)], { concurrency: "unbounded" })
+      const last = first.at(-1)!
+      yield* publish(10, 40)
+      // B has seen them all before the client comes back
+      yield* read(b.url, countTodos(40), 0)
+      const rest = yield* read(b.url, countTodos(30), last.id)
+      expect(contents(rest)).toEqual(Array.from({ length: 30 }, (_, n) => `task ${n + 10}`))
+      expect(rest[0]!.id).toBe(last.id! + 1)
+      contiguous([...first, ...rest])
+    }))
+
+  it.scopedLive("a LISTEN connection terminated by the server comes back, and what was committed meanwhile arrives", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase.freshPostgres
+      const a = yield* serve({ model: model(), database })
+      // No polling to fall back on: only notifications (and the catch-up after reconnecting) deliver.
+      const b = yield* serve({ model: model(), database, server: { events: { poll: "1 hour" } } })
+      const channel = (yield* b.run(makeEventLog)).channel!
+      const listeners = () =>
+        TestDatabase.adminQuery<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE application_name = 'agent events' AND query = $1`,
+          [`LISTEN "${channel}"`]
+        ).pipe(Effect.map((rows) => rows.map((row) => row.pid).sort()))
+      const publish = (from: number, to: number) =>
+        a.run(Effect.gen(function*() {
+          const bus = yield* Bus
+          for (let n = from; n < to; n++) yield* bus.publish(todo(ses(1), `task ${n}`))
+        }))
+
+      const [before] = yield* Effect.all([read(b.url, countTodos(3), 0), publish(0, 3)], { concurrency: "unbounded" })
+      expect(contents(before)).toEqual(["task 0", "task 1", "task 2"])
+      const old = yield* listeners()
+      expect(old.length).toBe(2) // A's and B's
+      const terminated = yield* TestDatabase.adminQuery<{ done: boolean }>(`SELECT pg_terminate_backend(pid) AS done FROM unnest($1::int[]) AS pid`, [old])
+      expect(terminated.map((row) => row.done)).toEqual([true, true])
+      // Published while B has no LISTEN connection
+      yield* publish(3, 8)
+      const after = yield* read(b.url, countTodos(5), before.at(-1)!.id)
+      expect(contents(after)).toEqual(["task 3", "task 4", "task 5", "task 6", "task 7"])
+      contiguous([...before, ...after])
+      const now = yield* listeners()
+      expect(now.length).toBe(2)
+      expect(now.some((pid) => old.includes(pid))).toBe(false)
+      // and notifications work again
+      const [live] = yield* Effect.all([read(b.url, countTodos(2), after.at(-1)!.id), publish(8, 10)], { concurrency: "unbounded" })
+      expect(contents(live)).toEqual(["task 8", "task 9"])
+    }))
+})
