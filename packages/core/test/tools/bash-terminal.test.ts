@@ -3,7 +3,7 @@
 // byte limit, earliest dropped). The ACP end to end tests are in packages/acp/test/AcpTerminal.test.ts.
 import { TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Effect, Either, Fiber, TestClock } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as os from "node:os"
 import type { EditorTerminalShape, TerminalCommand, TerminalExit } from "../../src/tool/EditorTerminal.js"
@@ -133,5 +133,34 @@ describe("bash in an editor's terminal", () => {
         /The editor's terminal failed while running the command: ACP connection closed/
       )
       expect(gone.started[0]?.released).toBe(true)
+    }))
+
+  it.effect("an editor that never answers terminal/create fails the call after 10 s instead of holding it", () =>
+    Effect.gen(function*() {
+      const silent: EditorTerminalShape = { available: () => true, create: () => Effect.never }
+      const fiber = yield* Effect.fork(Effect.either(runInTerminal(silent, TestToolContext.make().context, run("echo hi"))))
+      yield* TestClock.adjust("10 seconds")
+      const result = yield* Fiber.join(fiber)
+      expect(Either.getLeft(result).pipe((left) => left._tag === "Some" ? left.value.message : "")).toMatch(
+        /Could not start the command in the editor's terminal: no answer in 10000 ms/
+      )
+    }))
+
+  it.effect("an editor that never answers terminal/release does not hold the call: its result comes after 10 s", () =>
+    Effect.gen(function*() {
+      const stuck: EditorTerminalShape = {
+        available: () => true,
+        create: () =>
+          Effect.succeed({
+            id: "term_1",
+            output: Effect.succeed({ output: "hi\n", truncated: false, exit: { code: 0, signal: null } }),
+            waitForExit: Effect.succeed({ code: 0, signal: null }),
+            kill: Effect.void,
+            release: Effect.never
+          })
+      }
+      const fiber = yield* Effect.fork(runInTerminal(stuck, TestToolContext.make().context, run("echo hi")))
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* Fiber.join(fiber)).toMatchObject({ ending: "exit", text: "hi\n", exit: { code: 0 } })
     }))
 })
