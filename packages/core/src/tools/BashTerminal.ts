@@ -46,7 +46,13 @@ export const runInTerminal = (terminals: EditorTerminalShape, ctx: Tool.ToolCont
       cwd: run.cwd,
       env: run.env,
       outputByteLimit: run.outputByteLimit
-    }).pipe(Effect.mapError((error) => fail(`Could not start the command in the editor's terminal: ${error.message}`))),
+    }).pipe(
+      // Acquiring cannot be interrupted: an editor that never answers must not hold the call (or a cancel).
+      // The request itself can be given up on, or the timeout could not end it.
+      Effect.interruptible,
+      Effect.timeoutFail({ duration: REQUEST_TIMEOUT_MS, onTimeout: () => new Error(`no answer in ${REQUEST_TIMEOUT_MS} ms`) }),
+      Effect.mapError((error) => fail(`Could not start the command in the editor's terminal: ${error.message}`))
+    ),
     (terminal) =>
       Effect.gen(function*() {
         // The editor embeds the terminal in the tool call from here on.
@@ -74,5 +80,6 @@ export const runInTerminal = (terminals: EditorTerminalShape, ctx: Tool.ToolCont
         const dropped = final.truncated ? `[earlier output was not kept: the editor keeps the last ${run.outputByteLimit} bytes]\n` : ""
         return { ending, exit, launch: undefined, text: dropped + final.output, terminalId: terminal.id }
       }),
-    (terminal) => terminal.release.pipe(Effect.timeout(REQUEST_TIMEOUT_MS), Effect.ignore)
+    // Released whatever happened (uninterruptibly), but not held by an editor that does not answer.
+    (terminal) => terminal.release.pipe(Effect.interruptible, Effect.timeout(REQUEST_TIMEOUT_MS), Effect.ignore)
   )
