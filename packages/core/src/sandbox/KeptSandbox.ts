@@ -41,6 +41,8 @@ export class KeptSandbox {
   private readonly commands = new Map<number, KeptHandlers>()
   private readonly stopping = new Map<number, Array<() => void>>()
   private nextId = 0
+  /** Launches handed out whose command has not started yet: the sandbox is not idle while any is. */
+  private reserved = 0
   private idleTimer: NodeJS.Timeout | undefined
   /** The host pid of bubblewrap's init: killing it ends every process of the sandbox. */
   private initPid: number | undefined
@@ -93,6 +95,18 @@ export class KeptSandbox {
     // Held open by bubblewrap while any process of the sandbox lives; only read, so its end can come.
     ;(this.child.stdio[SYNC_FD] as Readable).resume()
     ;(this.child.stdin as Writable).on("error", () => {})
+  }
+
+  /** A command will start soon: no idle close until `unreserve`. */
+  reserve(): void {
+    this.reserved++
+    if (this.idleTimer) clearTimeout(this.idleTimer)
+    this.idleTimer = undefined
+  }
+
+  unreserve(): void {
+    this.reserved = Math.max(0, this.reserved - 1)
+    this.scheduleIdle()
   }
 
   /** Starts `argv` in the sandbox; its events go to `handlers`. */
@@ -186,7 +200,7 @@ export class KeptSandbox {
   }
 
   private scheduleIdle() {
-    if (this.state !== "ready" || this.commands.size > 0 || this.idleTimer !== undefined) return
+    if (this.state !== "ready" || this.commands.size > 0 || this.reserved > 0 || this.idleTimer !== undefined) return
     this.idleTimer = setTimeout(() => this.retire(), this.idleMs)
     this.idleTimer.unref()
   }

@@ -381,6 +381,9 @@ const keptLaunch = (deps: SandboxDeps, request: SandboxRequest, found: Capabilit
       yield* Effect.logWarning(`sandbox: a kept sandbox could not start, so each command gets its own: ${String(up.left.error)}`)
       return undefined
     }
+    // Not idle from here until the launch is released (the bash tool releases it once the command has ended).
+    instance.reserve()
+    let released = false
     return {
       sandboxed: true,
       file: found.bwrap!.path,
@@ -389,7 +392,10 @@ const keptLaunch = (deps: SandboxDeps, request: SandboxRequest, found: Capabilit
       statusFd: false,
       syncFd: false,
       started: () => Effect.void,
-      release: Effect.void,
+      release: Effect.sync(() => {
+        if (!released) instance.unreserve()
+        released = true
+      }),
       blocked: (output) => reportBlocked(deps, request, mounts, [], output),
       kept: { run: (handlers) => instance.run({ argv: request.argv, cwd: request.cwd, env: request.env }, handlers) }
     } satisfies Launch

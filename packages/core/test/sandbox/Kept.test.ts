@@ -87,6 +87,19 @@ describe.runIf(real)("kept sandbox", () => {
       expect(network.output.trim()).toBe("1")
     }))
 
+  it.scopedLive("commands run side by side, each with its own output; a shell killed by a signal reports no code, as unsandboxed", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const [slow, fast] = yield* Effect.all([run(tool, "sleep 0.4; echo slow"), run(tool, "echo fast")], { concurrency: 2 })
+      expect(slow.output).toBe("slow\n")
+      expect(fast.output).toBe("fast\n")
+      const killed = yield* run(tool, "echo before; kill -TERM $$; echo after")
+      expect(killed.output).toBe("before\n")
+      expect(killed.metadata?.exit).toBeNull()
+      const unsandboxed = yield* run(tool, "kill -TERM $$", {}, { mode: "off" })
+      expect(unsandboxed.metadata?.exit).toBeNull()
+    }))
+
   it.scopedLive("a command sees nothing of the one before: environment, working directory, leftover processes", () =>
     Effect.gen(function*() {
       const { box, tool } = yield* setup()
@@ -154,7 +167,7 @@ describe.runIf(real)("kept sandbox", () => {
       expect(yield* waitFor(() => !fs.existsSync(box.path("project/.agent")))).toBe(true)
     }))
 
-  it.scopedLive("a sandbox of another shape gets its own kept sandbox; escalations run outside", () =>
+  it.scopedLive("a sandbox of another shape gets its own kept sandbox: read-only, the host network", () =>
     Effect.gen(function*() {
       const { tool } = yield* setup()
       const workspace = (yield* run(tool, "readlink /proc/self/ns/mnt")).output.trim()
