@@ -113,6 +113,17 @@ describe.runIf(real)("kept sandbox", () => {
       expect(left.output).not.toMatch(/sleep 3[123]/)
     }))
 
+  it.scopedLive("a command that ignores SIGTERM is killed with its tree after the grace period", () =>
+    Effect.gen(function*() {
+      const { tool } = yield* setup()
+      const started = Date.now()
+      const result = yield* run(tool, "trap '' TERM; sleep 34 & sleep 35", { timeout: 200 })
+      expect(result.output).toContain("exceeded the timeout")
+      expect(Date.now() - started).toBeGreaterThanOrEqual(200 + Bash.KILL_GRACE_MS - 100)
+      const left = yield* run(tool, "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done")
+      expect(left.output).not.toMatch(/sleep 3[45]/)
+    }))
+
   it.scopedLive("a command cannot stop the supervisor with pkill; a kept sandbox that dies is replaced", () =>
     Effect.gen(function*() {
       const { tool } = yield* setup()
