@@ -30,6 +30,8 @@ export type KeptState = "starting" | "ready" | "retired" | "ended"
 
 /** How long a retiring sandbox is waited for when its layer closes (its background jobs may keep it longer). */
 const CLOSE_WAIT_MS = 2_000
+/** A supervisor not up by then is taken as one that cannot start (the caller falls back to a bubblewrap per command). */
+const START_TIMEOUT_MS = 30_000
 
 export class KeptSandbox {
   state: KeptState = "starting"
@@ -65,6 +67,13 @@ export class KeptSandbox {
     })
     // Nobody may await it (a start that failed is reported by its caller only).
     this.ready.catch(() => {})
+    const startTimer = setTimeout(() => {
+      readyReject(new Error(`the supervisor did not start within ${START_TIMEOUT_MS} ms`))
+      this.kill()
+      this.end("it did not start")
+    }, START_TIMEOUT_MS)
+    startTimer.unref()
+    void this.ready.then(() => clearTimeout(startTimer), () => clearTimeout(startTimer))
     this.gone = new Promise((resolve) => this.child.once("close", () => resolve()))
     this.child.once("error", (error) => {
       readyReject(error)
