@@ -1,7 +1,8 @@
 import type { SandboxConfig } from "@agent/domain"
 import { TestInstance, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Logger } from "effect"
+import * as path from "node:path"
 import * as fs from "node:fs"
 import { Bus } from "../../src/runtime/Bus.js"
 import { ConfigService } from "../../src/config/ConfigService.js"
@@ -18,12 +19,12 @@ import { Truncation } from "../../src/tool/Truncation.js"
  */
 const real = which("bwrap", process.env.PATH) !== undefined || process.env.CI !== undefined
 
-const setup = (keepIdleMs = 60_000) =>
+const setup = (keepIdleMs = 60_000, env: Record<string, string> = {}) =>
   Effect.gen(function*() {
     const box = yield* TestInstance.sandbox({})
     fs.mkdirSync(box.path("tmp"))
     fs.mkdirSync(box.path("outside"))
-    const instance = Layer.succeed(Instance, { ...box.instance, env: { ...box.instance.env, TMPDIR: box.path("tmp") } })
+    const instance = Layer.succeed(Instance, { ...box.instance, env: { ...box.instance.env, TMPDIR: box.path("tmp"), ...env } })
     const config = ConfigService.layerFromInfo({ config: {}, sources: [], warnings: [], directories: [], origin: () => undefined })
     const deps = yield* Layer.build(
       Layer.mergeAll(
@@ -32,7 +33,7 @@ const setup = (keepIdleMs = 60_000) =>
       ).pipe(Layer.provideMerge(Layer.merge(instance, Bus.layer)))
     )
     const tool = yield* Effect.provide(Bash.make, deps)
-    return { box, tool }
+    return { box, tool, deps }
   })
 
 const run = (tool: Tool.AnyTool, command: string, extra: Record<string, unknown> = {}, sandbox?: SandboxConfig) =>
@@ -176,6 +177,29 @@ describe.runIf(real)("kept sandbox", () => {
       expect(fs.readFileSync(box.path("project/bg.txt"), "utf8")).toBe("later\n")
       expect(yield* waitFor(() => processesNaming(box.path("project")).length === 0)).toBe(true)
       expect(yield* waitFor(() => !fs.existsSync(box.path("project/.agent")))).toBe(true)
+    }))
+
+  it.scopedLive("a kept sandbox that cannot start: each command gets its own bubblewrap, with one warning", () =>
+    Effect.gen(function*() {
+      // A bubblewrap that refuses to run the supervisor, and only it.
+      const bin = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? "/tmp"), "kept-bin-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(bin, { recursive: true, force: true })))
+      const bwrap = which("bwrap", process.env.PATH) ?? "/usr/bin/bwrap"
+      fs.writeFileSync(path.join(bin, "bwrap"), `#!/bin/sh\ncase "$*" in *process.title*) echo "no supervisor here" >&2; exit 1;; esac\nexec ${bwrap} "$@"\n`, { mode: 0o755 })
+      const warnings: Array<string> = []
+      const logger = Logger.make(({ logLevel, message }) => {
+        if (logLevel._tag === "Warning") warnings.push(String(message))
+      })
+      const { box, tool } = yield* setup(60_000, { PATH: `${bin}:${process.env.PATH}` }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      for (const command of ["echo one > one.txt; echo one", "echo two"]) {
+        const result = yield* run(tool, command).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+        expect(result.metadata).toMatchObject({ exit: 0, sandbox: "workspace-write" })
+      }
+      expect(fs.readFileSync(box.path("project/one.txt"), "utf8")).toBe("one\n")
+      expect(warnings.filter((warning) => warning.includes("a kept sandbox could not start"))).toHaveLength(1)
+      expect(warnings[0]).toContain("no supervisor here")
+      // Each command had its own sandbox, gone with it: no placeholders are left.
+      expect(fs.existsSync(box.path("project/.agent"))).toBe(false)
     }))
 
   it.scopedLive("a sandbox of another shape gets its own kept sandbox: read-only, the host network", () =>
