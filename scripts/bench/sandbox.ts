@@ -1,7 +1,9 @@
 /**
  * Sandbox benchmark: the time the sandbox adds to a command, printed as tables.
  * - through the bash tool, as the model calls it: `true` and `ls -R` over a project of 100
- *   files, with `sandbox.mode` "off" and with the default sandbox (workspace-write, no network);
+ *   files, with `sandbox.mode` "off", with the default sandbox (workspace-write, no network; a
+ *   bubblewrap per command) and with the kept sandbox (`keepIdleMs`: one bubblewrap, commands started
+ *   inside by its supervisor);
  * - the process alone: `bash -c true` spawned as is and through the sandbox's launch (bubblewrap,
  *   its namespaces and mounts, and the keeper that waits for background jobs).
  * Runs are interleaved (off, on, off, on, ...; the order flips every round) so a busy spell of the
@@ -84,18 +86,24 @@ const program = Effect.gen(function*() {
     Layer.mergeAll(Sandbox.layer, Truncation.layer.pipe(Layer.provide(config))).pipe(Layer.provideMerge(Layer.merge(instance, Bus.layer)))
   )
   const sandbox = Context.get(deps, Sandbox)
+  const keptDeps = yield* Layer.build(
+    Layer.mergeAll(Sandbox.layerWith({ keepIdleMs: 600_000 }), Truncation.layer.pipe(Layer.provide(config))).pipe(
+      Layer.provideMerge(Layer.merge(instance, Bus.layer))
+    )
+  )
   const check = yield* sandbox.check(undefined)
   if (!check.plan.active) {
     console.log(`The sandbox does not work here: ${check.plan.unavailable}`)
     return
   }
   const tool = yield* Effect.provide(Bash.make, deps)
+  const keptTool = yield* Effect.provide(Bash.make, keptDeps)
   const off = contextFor({ mode: "off" })
   const on = contextFor(undefined)
-  const runTool = (command: string, context: Tool.ToolContext) =>
+  const runTool = (command: string, context: Tool.ToolContext, which: Tool.AnyTool = tool) =>
     Effect.gen(function*() {
       const start = process.hrtime.bigint()
-      const result = yield* tool.execute({ command, description: "bench" }, context)
+      const result = yield* which.execute({ command, description: "bench" }, context)
       if (result.metadata?.exit !== 0) throw new Error(`${command} failed: ${result.output}`)
       return Number(process.hrtime.bigint() - start) / 1e6
     })
@@ -104,20 +112,26 @@ const program = Effect.gen(function*() {
   for (const command of ["true", "ls -R"]) {
     yield* runTool(command, off)
     yield* runTool(command, on)
-    const samples = { off: [] as Array<number>, on: [] as Array<number> }
+    yield* runTool(command, on, keptTool)
+    const samples = { off: [] as Array<number>, on: [] as Array<number>, kept: [] as Array<number> }
+    // The three rotate, so each comes first, second and last equally often.
+    const orders = [["off", "on", "kept"], ["on", "kept", "off"], ["kept", "off", "on"]] as const
     for (let round = 0; round < RUNS; round++) {
-      const order = round % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const)
-      for (const which of order) samples[which].push(yield* runTool(command, which === "off" ? off : on))
+      for (const which of orders[round % 3]!) {
+        samples[which].push(yield* runTool(command, which === "off" ? off : on, which === "kept" ? keptTool : tool))
+      }
     }
-    const added = samples.on.map((value, index) => value - samples.off[index]!)
-    toolRows.push([
-      `bash tool: ${command}${command === "ls -R" ? " (100 files)" : ""}`,
-      ms(median(samples.off)),
-      ms(median(samples.on)),
-      ms(median(added)),
-      `${ms(Math.min(...samples.off))} / ${ms(Math.min(...samples.on))}`,
-      ""
-    ])
+    for (const which of ["on", "kept"] as const) {
+      const added = samples[which].map((value, index) => value - samples.off[index]!)
+      toolRows.push([
+        `bash tool${which === "kept" ? " (kept sandbox)" : ""}: ${command}${command === "ls -R" ? " (100 files)" : ""}`,
+        ms(median(samples.off)),
+        ms(median(samples[which])),
+        ms(median(added)),
+        `${ms(Math.min(...samples.off))} / ${ms(Math.min(...samples[which]))}`,
+        ""
+      ])
+    }
   }
 
   // The process alone: the same argv with and without the sandbox's launch.

@@ -45,6 +45,11 @@ export class Placeholders {
     })
   }
 
+  /** The mounts as `holdFor` would give them now, holding nothing: what a kept sandbox is matched on. */
+  seen(mounts: ReadonlyArray<Mount>): Array<Mount> {
+    return mounts.map((mount) => mount.kind === "readonly" && this.held.has(mount.path) ? { path: mount.path, kind: "placeholder" } : mount)
+  }
+
   letGo(file: string): void {
     const count = (this.held.get(file) ?? 1) - 1
     if (count > 0) return void this.held.set(file, count)

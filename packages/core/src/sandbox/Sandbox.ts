@@ -13,6 +13,8 @@ import { Placeholders } from "./Placeholders.js"
 import * as NetworkProxy from "./NetworkProxy.js"
 import { type Capabilities, probe } from "./Probe.js"
 import { type Blocked, blockedWrites, networkFailures } from "./Report.js"
+import { type KeptCommand, type KeptHandlers, KeptSandbox } from "./KeptSandbox.js"
+import { SUPERVISOR_SCRIPT } from "./Supervisor.js"
 import { describeNetwork, resolveSettings, type SandboxSettings } from "./Settings.js"
 import { toolOutputDirectory } from "../tool/Truncation.js"
 
@@ -75,6 +77,11 @@ export interface Launch {
   readonly release: Effect.Effect<void>
   /** What the sandbox blocked, from the command's output and the proxy; published as `sandbox.blocked`. */
   readonly blocked: (output: string) => Effect.Effect<ReadonlyArray<Blocked>>
+  /**
+   * Set when the command runs in a kept sandbox (`SandboxOptions.keepIdleMs`): start it with `run`,
+   * which reports as a child process would; `file` and `args` are then not to be spawned.
+   */
+  readonly kept?: { readonly run: (handlers: KeptHandlers) => KeptCommand }
 }
 
 /** For `agent sandbox check`: the machine, the effective settings and the filesystem layout. */
@@ -95,6 +102,19 @@ export interface SandboxShape {
 export interface SandboxOptions {
   /** The system temp dirs a `workspace-write` command may write (default `/tmp` and `$TMPDIR`). */
   readonly temporary?: ReadonlyArray<string>
+  /**
+   * Keep a sandbox per shape alive between the bash tool's commands and start each command inside it
+   * (docs/sandbox.md, "A kept sandbox"), closed after this many idle milliseconds. 0: a bubblewrap per
+   * command. Default: `AGENT_SANDBOX_KEEP_MS` of the instance's environment, else 0.
+   */
+  readonly keepIdleMs?: number
+}
+
+/** `keepIdleMs` from the options, else from `AGENT_SANDBOX_KEEP_MS` when that is a whole number, else 0 (off). */
+export const keepIdleMsOf = (options: SandboxOptions, env: Readonly<Record<string, string | undefined>>): number => {
+  if (options.keepIdleMs !== undefined) return Math.max(0, options.keepIdleMs)
+  const value = Number(env.AGENT_SANDBOX_KEEP_MS ?? "")
+  return Number.isInteger(value) && value > 0 ? value : 0
 }
 
 /** Directories from the work-tree root down to the working directory (only the directory outside git). */
@@ -152,6 +172,14 @@ interface SandboxDeps {
   readonly placeholders: Placeholders
   /** Numbers the launches (the proxies' socket names). */
   readonly launches: Ref.Ref<number>
+  /** Idle time of a kept sandbox; 0: none are kept. */
+  readonly keepIdleMs: number
+  /** The kept sandboxes taking commands, by shape. */
+  readonly kept: Map<string, { readonly sandbox: KeptSandbox; readonly mounts: Layout["mounts"] }>
+  /** Every kept sandbox not yet gone, so the layer's end can close them. */
+  readonly keptAll: Set<KeptSandbox>
+  /** A kept sandbox failed to start: commands get a bubblewrap each from then on. */
+  readonly keepFailed: Ref.Ref<boolean>
 }
 
 function make(options: SandboxOptions) {
@@ -207,8 +235,14 @@ function make(options: SandboxOptions) {
       state,
       empty: path.join(state, "empty"),
       placeholders,
-      launches: yield* Ref.make(0)
+      launches: yield* Ref.make(0),
+      keepIdleMs: keepIdleMsOf(options, instance.env),
+      kept: new Map(),
+      keptAll: new Set(),
+      keepFailed: yield* Ref.make(false)
     }
+    // Before the placeholders and the state dir are removed (finalizers run in reverse order).
+    yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...deps.keptAll].map((kept) => kept.close()))))
 
     const plan = Effect.fn("Sandbox.plan")((config: SandboxConfig | undefined) => planFor(deps, config))
     // Uninterruptible: what it holds (placeholders, a proxy) is either handed over in the launch or freed.
@@ -255,6 +289,10 @@ const prepareLaunch = (deps: SandboxDeps, request: SandboxRequest) =>
       return unsandboxedLaunch(request)
     }
     const found = yield* deps.capabilities
+    if (deps.keepIdleMs > 0 && request.keeper === "wait" && settings.network.kind !== "hosts" && !(yield* Ref.get(deps.keepFailed))) {
+      const launch = yield* keptLaunch(deps, request, found)
+      if (launch !== undefined) return launch
+    }
     const scope = yield* Scope.fork(deps.layerScope, ExecutionStrategy.sequential)
     const release = Scope.close(scope, Exit.void)
     const computed = deps.layoutOf(settings)
@@ -297,6 +335,69 @@ const prepareLaunch = (deps: SandboxDeps, request: SandboxRequest) =>
         sandboxEnded(child, syncFd).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(deps.layerScope), Effect.asVoid),
       release,
       blocked: (output) => reportBlocked(deps, request, mounts, proxy?.blocked() ?? [], output)
+    } satisfies Launch
+  })
+
+/**
+ * A launch in the kept sandbox of the request's shape (mounts as they are now, /proc, network), started
+ * when there is none; undefined when it cannot start (then commands get a bubblewrap each, as before).
+ */
+const keptLaunch = (deps: SandboxDeps, request: SandboxRequest, found: Capabilities) =>
+  Effect.gen(function*() {
+    const { settings } = request.plan
+    const computed = deps.layoutOf(settings)
+    const isolateNetwork = settings.network.kind !== "all"
+    const key = JSON.stringify([deps.placeholders.seen(computed.mounts), found.proc, isolateNetwork])
+    let kept = deps.kept.get(key)
+    if (kept === undefined) {
+      const mounts = deps.placeholders.holdFor(computed.mounts)
+      const holding = mounts.filter((mount) => mount.kind === "placeholder").map((mount) => mount.path)
+      const args = bwrapArgs({
+        layout: { mounts, missing: computed.missing },
+        empty: deps.empty,
+        cwd: deps.instance.directory,
+        proc: found.proc,
+        isolateNetwork,
+        keeper: "wait",
+        argv: [process.execPath, "-e", SUPERVISOR_SCRIPT]
+      })
+      const started: KeptSandbox = new KeptSandbox(found.bwrap!.path, args, { PATH: deps.instance.env.PATH ?? "/usr/bin:/bin" }, deps.keepIdleMs, () => {
+        if (deps.kept.get(key)?.sandbox === started) deps.kept.delete(key)
+      })
+      kept = { sandbox: started, mounts }
+      deps.kept.set(key, kept)
+      deps.keptAll.add(started)
+      // What it holds is freed when its last process has ended.
+      void started.gone.then(() => {
+        deps.keptAll.delete(started)
+        holding.forEach((file) => deps.placeholders.letGo(file))
+      })
+    }
+    const { mounts, sandbox: instance } = kept
+    const up = yield* Effect.either(Effect.tryPromise(() => instance.ready))
+    if (up._tag === "Left") {
+      instance.retire()
+      yield* Ref.set(deps.keepFailed, true)
+      yield* Effect.logWarning(`sandbox: a kept sandbox could not start, so each command gets its own: ${String(up.left.error)}`)
+      return undefined
+    }
+    // Not idle from here until the launch is released (the bash tool releases it once the command has ended).
+    instance.reserve()
+    let released = false
+    return {
+      sandboxed: true,
+      file: found.bwrap!.path,
+      args: [],
+      env: request.env,
+      statusFd: false,
+      syncFd: false,
+      started: () => Effect.void,
+      release: Effect.sync(() => {
+        if (!released) instance.unreserve()
+        released = true
+      }),
+      blocked: (output) => reportBlocked(deps, request, mounts, [], output),
+      kept: { run: (handlers) => instance.run({ argv: request.argv, cwd: request.cwd, env: request.env }, handlers) }
     } satisfies Launch
   })
 

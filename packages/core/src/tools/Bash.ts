@@ -1,13 +1,12 @@
 import type { Agent } from "@agent/domain"
 import { Deferred, Effect, Exit, Fiber, Schema } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Prompts from "../runtime/Prompts.js"
 import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import { describeNetwork, resolveSettings, type SandboxSettings } from "../sandbox/Settings.js"
-import { type Launch, Sandbox, SandboxUnavailable } from "../sandbox/Sandbox.js"
-import { readStatusLine, STATUS_FD, SYNC_FD } from "../sandbox/Bwrap.js"
+import { Sandbox, SandboxUnavailable } from "../sandbox/Sandbox.js"
+import { type Running, type ShellExit, release, start, terminate } from "./BashProcess.js"
 import { notice } from "../sandbox/Report.js"
 import * as Tool from "../tool/Tool.js"
 import { parseCommand } from "../tool/BashParse.js"
@@ -15,6 +14,7 @@ import { expandPath, externalDirectories } from "../tool/BashPaths.js"
 import { Truncation } from "../tool/Truncation.js"
 import { EditorTerminal, localOnly } from "../tool/EditorTerminal.js"
 import { abortedBy, type Ending, runInTerminal } from "./BashTerminal.js"
+import { KILL_GRACE_MS, MAX_BUFFER_CHARS } from "./BashProcess.js"
 
 const TOOL = "bash"
 
@@ -22,20 +22,11 @@ const TOOL = "bash"
 export const DEFAULT_TIMEOUT_MS = 120_000
 /** The longest a single command may run. */
 export const MAX_TIMEOUT_MS = 600_000
-/** Between SIGTERM and SIGKILL for a process group that will not stop. */
-export const KILL_GRACE_MS = 3_000
+export { KILL_GRACE_MS, MAX_BUFFER_CHARS } from "./BashProcess.js"
 /** Live output is published at most this often. */
 export const UPDATE_INTERVAL_MS = 100
 /** The output preview in metadata (live and final) holds at most this many characters. */
 export const PREVIEW_CHARS = 30_000
-/**
- * Output kept in memory. A command that prints more keeps only its most recent output; the
- * dropped part is noted at the top of what is saved.
- */
-export const MAX_BUFFER_CHARS = 16 * 1024 * 1024
-/** After the shell exits, how long to wait for background children to let go of its pipes. */
-const DRAIN_MS = 200
-const POLL_MS = 25
 
 const Parameters = Schema.Struct({
   command: Schema.String.annotations({ description: "The command to execute" }),
@@ -81,180 +72,6 @@ export const shellFor = (instance: InstanceInfo): string => {
   }
   return fs.existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh"
 }
-
-// ---------------------------------------------------------------------------------------------
-// Output: stdout and stderr interleaved in arrival order.
-
-class OutputBuffer {
-  private chunks: Array<string> = []
-  private size = 0
-  private dropped = 0
-  /** Bumped on every append, so the publisher knows whether anything is new. */
-  version = 0
-
-  append = (chunk: string) => {
-    if (chunk.length === 0) return
-    this.chunks.push(chunk)
-    this.size += chunk.length
-    this.version++
-    while (this.size > MAX_BUFFER_CHARS && this.chunks.length > 1) {
-      const first = this.chunks.shift()!
-      this.size -= first.length
-      this.dropped += first.length
-    }
-  }
-
-  /** The last `limit` characters. */
-  tail(limit: number): string {
-    const parts: Array<string> = []
-    let length = 0
-    for (let index = this.chunks.length - 1; index >= 0 && length < limit; index--) {
-      const chunk = this.chunks[index]!
-      parts.push(chunk)
-      length += chunk.length
-    }
-    const joined = parts.reverse().join("")
-    return joined.length > limit ? joined.slice(joined.length - limit) : joined
-  }
-
-  text(): string {
-    const body = this.chunks.join("")
-    return this.dropped > 0 ? `[${this.dropped} characters of earlier output were not kept]\n${body}` : body
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Process groups. The shell is started detached, so it leads its own group and every process
-// it starts (pipes, background jobs, their children) can be signalled at once.
-
-const signalGroup = (pgid: number, signal: NodeJS.Signals | 0): boolean => {
-  try {
-    process.kill(-pgid, signal)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
-
-const waitGroupGone = (pgid: number, ms: number) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + ms
-    while (signalGroup(pgid, 0)) {
-      if (Date.now() >= deadline) return false
-      yield* Effect.sleep(POLL_MS)
-    }
-    return true
-  })
-
-interface ShellExit {
-  readonly code: number | null
-  readonly signal: NodeJS.Signals | null
-}
-
-interface Running {
-  readonly child: ChildProcess
-  readonly output: OutputBuffer
-  /** Completes when the shell has exited and its output has drained (or failed to start). */
-  readonly done: Deferred.Deferred<ShellExit, Error>
-  /** When SIGTERM went to the group, so a second termination does not restart the grace period. */
-  terminatedAt?: number
-  /** How it was started (sandboxed or not), and what to free when it has exited. */
-  readonly launch: Launch
-  /** The sandbox came up (always true unsandboxed). */
-  ready: boolean
-}
-
-/**
- * SIGTERM to the whole group, SIGKILL once `KILL_GRACE_MS` have passed since the SIGTERM if
- * anything in it is still alive. Safe to call twice: an interrupted termination is resumed.
- */
-const terminate = (running: Running) =>
-  Effect.gen(function*() {
-    const pgid = running.child.pid
-    if (pgid === undefined) return
-    if (running.terminatedAt === undefined) {
-      running.terminatedAt = Date.now()
-      if (!signalGroup(pgid, "SIGTERM")) return
-    }
-    if (yield* waitGroupGone(pgid, running.terminatedAt + KILL_GRACE_MS - Date.now())) return
-    signalGroup(pgid, "SIGKILL")
-    yield* waitGroupGone(pgid, 1_000)
-  })
-
-const start = (launch: Launch, cwd: string) =>
-  Effect.gen(function*() {
-    const done = yield* Deferred.make<ShellExit, Error>()
-    const running = yield* Effect.try({
-      try: (): Running => {
-        const output = new OutputBuffer()
-        const child = spawn(launch.file, [...launch.args], {
-          cwd,
-          env: launch.env,
-          detached: true,
-          stdio: launch.syncFd
-            ? ["ignore", "pipe", "pipe", "pipe", "pipe"]
-            : launch.statusFd
-            ? ["ignore", "pipe", "pipe", "pipe"]
-            : ["ignore", "pipe", "pipe"]
-        })
-        child.stdout!.setEncoding("utf8")
-        child.stderr!.setEncoding("utf8")
-        child.stdout!.on("data", output.append)
-        child.stderr!.on("data", output.append)
-        let exited: ShellExit | undefined
-        let drain: NodeJS.Timeout | undefined
-        const finish = (exit: Exit.Exit<ShellExit, Error>) => {
-          if (drain) clearTimeout(drain)
-          Deferred.unsafeDone(done, exit)
-        }
-        const shellExited = (exit: ShellExit) => {
-          if (exited !== undefined) return
-          exited = exit
-          // Background jobs may keep the pipes open; do not wait for them. The timer's callback
-          // runs before the loop's I/O phase, so output already in the pipes (a busy process may
-          // not have read it yet) is read first: finish from the check phase that follows.
-          drain = setTimeout(() => setImmediate(() => finish(Exit.succeed(exited!))), DRAIN_MS)
-        }
-        const running: Running = { child, output, done, launch, ready: !launch.statusFd }
-        // The sandbox says when it is up and when the command's shell has exited; the sandbox
-        // itself lives on while the command's background jobs do.
-        const status = child.stdio[STATUS_FD] as NodeJS.ReadableStream | undefined
-        if (launch.statusFd && status) {
-          let pending = ""
-          status.setEncoding("utf8")
-          status.on("data", (chunk: string) => {
-            pending += chunk
-            for (let newline = pending.indexOf("\n"); newline !== -1; newline = pending.indexOf("\n")) {
-              const line = readStatusLine(pending.slice(0, newline))
-              pending = pending.slice(newline + 1)
-              if (line === undefined) continue
-              running.ready = true
-              if (line.exit !== undefined) shellExited({ code: line.exit, signal: null })
-            }
-          })
-          status.on("error", () => {})
-        }
-        child.once("error", (error) => finish(Exit.fail(error)))
-        child.once("exit", (code, signal) => shellExited({ code, signal }))
-        child.once("close", (code: number | null, signal: NodeJS.Signals | null) =>
-          finish(Exit.succeed(exited ?? { code, signal }))
-        )
-        return running
-      },
-      catch: (error) =>
-        new Tool.ToolExecutionError({ tool: TOOL, detail: `Could not start ${launch.file}: ${String(error)}` })
-    }).pipe(Effect.tapError(() => launch.release))
-    yield* launch.started(running.child)
-    return running
-  })
-
-/** Stops reading; ends the group unless the shell finished on its own. */
-const release = (running: Running, killGroup: boolean) =>
-  Effect.gen(function*() {
-    if (killGroup) yield* terminate(running)
-    // Not the sandbox's sync fd: the launch watches it to free what the sandbox holds once it has ended.
-    running.child.stdio.forEach((stream, fd) => fd === SYNC_FD && running.launch.syncFd ? undefined : stream?.destroy())
-  })
 
 // ---------------------------------------------------------------------------------------------
 
@@ -451,7 +268,9 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance | Truncation | Sa
             release(running, !(Exit.isSuccess(result) && result.value.ending === "exit")).pipe(
               // The sandbox is gone with the command (no background jobs): free what it held before returning.
               Effect.zipRight(
-                running.child.exitCode !== null || running.child.signalCode !== null ? running.launch.release : Effect.void
+                running.child === undefined || running.child.exitCode !== null || running.child.signalCode !== null
+                  ? running.launch.release
+                  : Effect.void
               )
             )
         ).pipe(Effect.map((ran) => ({ ...ran, terminalId: undefined })))
