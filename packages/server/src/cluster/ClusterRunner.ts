@@ -17,7 +17,7 @@ import { layerClientProtocol, layerSocketServer } from "@effect/platform-node/No
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Cause, Duration, Effect, Layer, Option, Redacted, Stream } from "effect"
+import { Cause, Duration, Effect, Exit, Layer, Option, Redacted, Scope, Stream } from "effect"
 import * as AskRegistry from "./AskRegistry.js"
 import type { ClusterSettings } from "./ClusterSettings.js"
 import { SessionEntity } from "./SessionEntity.js"
@@ -28,7 +28,7 @@ import { SessionRouting, type SessionRoutingShape, SessionUnavailable } from "./
 const database = (settings: ClusterSettings) =>
   PgClient.layer({
     url: Redacted.make(settings.databaseUrl),
-    maxConnections: 4,
+    maxConnections: 16,
     connectTimeout: "10 seconds",
     applicationName: "agent-cluster"
   })
@@ -50,11 +50,35 @@ const shardingConfig = (settings: ClusterSettings) => {
   })
 }
 
+/**
+ * Replicas starting together on a new database would race to create the cluster's tables (each
+ * creates them if missing, and two at once collide in the catalog): they take turns under an
+ * advisory lock held on a connection of its own while the layer is built.
+ */
+const oneAtATime = <A, E, R>(prefix: string, layer: Layer.Layer<A, E, R>) =>
+  Layer.scopedContext(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const turn = yield* Scope.make()
+      const connection = yield* sql.reserve.pipe(Scope.extend(turn))
+      const key = `agent cluster setup ${prefix}`
+      yield* connection.executeRaw("SELECT pg_advisory_lock(hashtext($1))", [key])
+      const built = yield* Layer.build(layer).pipe(
+        Effect.ensuring(connection.executeRaw("SELECT pg_advisory_unlock(hashtext($1))", [key]).pipe(Effect.ignore)),
+        Effect.ensuring(Scope.close(turn, Exit.void))
+      )
+      return built
+    })
+  )
+
 /** Sharding over the socket transport, with its storage in the database. */
 const sharding = (settings: ClusterSettings) => {
-  const storage = Layer.mergeAll(
-    SqlMessageStorage.layerWith({ prefix: settings.prefix }),
-    SqlRunnerStorage.layerWith({ prefix: settings.prefix })
+  const storage = oneAtATime(
+    settings.prefix,
+    Layer.mergeAll(
+      SqlMessageStorage.layerWith({ prefix: settings.prefix }),
+      SqlRunnerStorage.layerWith({ prefix: settings.prefix })
+    )
   ).pipe(Layer.orDie)
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(layerClientProtocol))
   return SocketRunner.layer.pipe(
