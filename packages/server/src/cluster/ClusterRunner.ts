@@ -17,7 +17,7 @@ import { layerClientProtocol, layerSocketServer } from "@effect/platform-node/No
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Cause, Duration, Effect, Exit, Layer, Option, Redacted, Scope, Stream } from "effect"
+import { Cause, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import * as AskRegistry from "./AskRegistry.js"
 import type { ClusterSettings } from "./ClusterSettings.js"
 import { SessionEntity } from "./SessionEntity.js"
@@ -45,8 +45,10 @@ const shardingConfig = (settings: ClusterSettings) => {
     refreshAssignmentsInterval: Duration.seconds(1),
     runnerHealthCheckInterval: Duration.seconds(2),
     entityMessagePollInterval: Duration.seconds(1),
-    // The shutdown waits for the runs to be handed over: the grace period, then the abort.
-    entityTerminationTimeout: Duration.millis(settings.graceMs + 5_000)
+    // A stopping runner does not wait for its runs to end (they may take hours): their handlers
+    // are interrupted at once, and each hands its session over (SessionOwner.ts: the tool call
+    // running gets the grace period, then the run is aborted here and resumed by the next owner).
+    entityTerminationTimeout: Duration.millis(100)
   })
 }
 
@@ -98,7 +100,6 @@ const routing = (settings: ClusterSettings) =>
     Effect.gen(function*() {
       const client = yield* SessionEntity.client
       const asks = yield* AskRegistry.make(settings.prefix, `${settings.host}:${settings.port}`)
-      yield* drainOnStop(settings.graceMs)
       return {
         prompt: (input) =>
           client(input.sessionID).Prompt({
@@ -168,38 +169,6 @@ const routing = (settings: ClusterSettings) =>
     })
   )
 
-/**
- * On stop, before the shards are released (this finalizer runs first): tool calls running here get
- * up to `graceMs` to finish, so a deploy does not cut a command that was about to end. Then the
- * entities stop, their runs are aborted between steps, and the next owners resume them.
- */
-const drainOnStop = (graceMs: number) =>
-  Effect.gen(function*() {
-    const bus = yield* Bus
-    const running = new Set<string>()
-    const parts = yield* bus.subscribe({ types: ["message.part.updated"] })
-    yield* parts.pipe(
-      Stream.runForEach((event) =>
-        Effect.sync(() => {
-          const part = event.properties.part
-          if (part.type !== "tool") return
-          if (part.state.status === "running" || part.state.status === "pending") running.add(part.id)
-          else running.delete(part.id)
-        })
-      ),
-      Effect.catchAllCause((cause) => Effect.logError("the cluster's tool tracker stopped", cause)),
-      Effect.forkScoped
-    )
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
-        if (running.size === 0) return
-        yield* Effect.logInfo(`stopping: waiting up to ${graceMs} ms for ${running.size} running tool call(s) before handing their sessions over`)
-        const deadline = Date.now() + graceMs
-        while (running.size > 0 && Date.now() < deadline) yield* Effect.sleep("50 millis")
-      })
-    )
-  })
-
 export type ClusterServices = SessionLoop | SessionStore | PermissionService | QuestionService | Bus
 
 /** The runner, its session entities and the routing the API uses; needs the runtime's services. */
@@ -207,7 +176,7 @@ export const layer = (settings: ClusterSettings): Layer.Layer<SessionRouting, ne
   const runner = `${settings.host}:${settings.port}`
   const shards = sharding(settings).pipe(Layer.provide(shardingConfig(settings)))
   const owner = Layer.unwrapEffect(
-    Effect.map(SqlClient.SqlClient, (sql) => SessionOwner.layer(runner, (sessionID) => AskRegistry.forget(sql, settings.prefix, sessionID)))
+    Effect.map(SqlClient.SqlClient, (sql) => SessionOwner.layer(runner, settings.graceMs, (sessionID) => AskRegistry.forget(sql, settings.prefix, sessionID)))
   )
   return Layer.mergeAll(routing(settings), owner).pipe(
     Layer.provide(shards),
