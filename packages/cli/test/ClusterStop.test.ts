@@ -2,6 +2,7 @@ import { TestDatabase } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
+import { agent, project } from "./AgentProcess.js"
 import { finished, json, lines, post, replicas, STEPS, toolParts, waitFor } from "./ClusterReplicas.js"
 
 // A replica that stops (SIGTERM, a deploy) lets the tool call it is running finish, then hands
@@ -64,4 +65,14 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas: stop and refu
       expect(body.data.message).toContain(`cannot see the project directory ${box.instance.directory} of session ${session.id}`)
       expect(body.data.message).toContain("shared volume")
     }), 60_000)
+})
+
+describe("agent serve --replica on SQLite", () => {
+  it.scopedLive("is refused: replicas share one PostgreSQL database", () =>
+    Effect.gen(function*() {
+      const box = yield* project("http://127.0.0.1:9/v1")
+      const result = yield* agent(box, ["serve", "--replica", "--port", "0"])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain("a replica needs the store in PostgreSQL (AGENT_DATABASE_URL or config database.url)")
+    }))
 })
