@@ -51,7 +51,7 @@ export const finished = (messages: Array<any>) => {
 export const toolParts = (messages: Array<any>) => messages.flatMap((message) => message.parts).filter((part: any) => part.type === "tool")
 
 /** Three replicas on a fresh database, each with its runner port and its name in the environment. */
-export const replicas = (names: ReadonlyArray<string>, sleep: number, extra: object = {}) =>
+export const replicas = (names: ReadonlyArray<string>, sleep: number, extra: object = {}, config: object = {}) =>
   Effect.gen(function*() {
     // In the project, where the commands run (a file outside it would need an approval).
     const model = yield* MockOpenAIServer.start(Array.from({ length: 400 }, () => responder("calls.log", sleep)))
@@ -60,6 +60,7 @@ export const replicas = (names: ReadonlyArray<string>, sleep: number, extra: obj
     // (`.agent`) another had not made yet; the sandbox has its own tests.
     const box = yield* project(model.url, {
       sandbox: { mode: "off" },
+      ...config,
       cluster: { prefix, shards: 12, lock_expiration_seconds: 4, grace_seconds: 20, ...extra }
     })
     const log = path.join(box.instance.directory, "calls.log")
