@@ -3,12 +3,13 @@
  * (19 `read` calls and an answer, the model answering at once) on
  *
  * 1. one `agent serve` on SQLite (the baseline),
- * 2. one `agent serve --replica` on PostgreSQL (a cluster of one),
- * 3. three replicas on PostgreSQL, the prompts spread over them,
+ * 2. one `agent serve` on PostgreSQL, not a replica (what the store's move to PostgreSQL costs),
+ * 3. one `agent serve --replica` on PostgreSQL (a cluster of one: what the cluster adds),
+ * 4. three replicas on PostgreSQL, the prompts spread over them,
  *
  * reporting throughput (steps/s), the servers' CPU per step (all replicas together), the step
  * overhead p50/p99 at the model boundary (from one model answer to the session's next model call)
- * and each process's peak RSS. Then 4. failover: three replicas, sessions whose model calls take
+ * and each process's peak RSS. Then 5. failover: three replicas, sessions whose model calls take
  * 500 ms, one replica killed (SIGKILL) mid-run: the longest any session waited for its next model
  * call after the kill, and whether every session still finished.
  *
@@ -133,15 +134,16 @@ interface Result {
   readonly peakRss: Array<number>
 }
 
-const run = (name: string, replicas: number | "sqlite") =>
+const run = (name: string, replicas: number | "sqlite" | "postgres") =>
   Effect.scoped(Effect.gen(function*() {
     const dir = yield* tempDir
     const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn(STEPS)))
     const proxy = yield* modelProxy(model.url, tagOf)
     let pids: Array<number>
     let urls: Array<string>
-    if (replicas === "sqlite") {
-      const server = yield* startServe(dir, proxy.url)
+    if (replicas === "sqlite" || replicas === "postgres") {
+      const env: Record<string, string> = replicas === "postgres" ? { AGENT_DATABASE_URL: yield* TestDatabase.freshPostgres } : {}
+      const server = yield* startServe(dir, proxy.url, { env })
       pids = [server.pid]
       urls = [server.url]
     } else {
@@ -200,7 +202,7 @@ const main = Effect.gen(function*() {
   }
   console.log(`bench:cluster: ${SESSIONS} sessions × ${STEPS} steps, model answering at once; ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(2)}`)
   const results: Array<Result> = []
-  for (const [name, replicas] of [["1 process, SQLite", "sqlite"], ["1 replica, PostgreSQL", 1], ["3 replicas, PostgreSQL", 3]] as const) {
+  for (const [name, replicas] of [["1 process, SQLite", "sqlite"], ["1 process, PostgreSQL", "postgres"], ["1 replica, PostgreSQL", 1], ["3 replicas, PostgreSQL", 3]] as const) {
     const result = yield* run(name, replicas)
     results.push(result)
     const steps = SESSIONS * STEPS
@@ -212,6 +214,8 @@ const main = Effect.gen(function*() {
   }
   const base = results[0]!.cpu
   for (const result of results.slice(1)) console.log(`${result.name}: ${(((result.cpu - base) / base) * 100).toFixed(0)} % CPU per step over SQLite`)
+  const pg = results[1]!.cpu
+  for (const result of results.slice(2)) console.log(`${result.name}: ${(((result.cpu - pg) / pg) * 100).toFixed(0)} % CPU per step over one process on PostgreSQL`)
   const over = yield* failover
   console.log(`failover (3 replicas, 500 ms model calls, kill -9 of one, lock expiry 10 s): longest wait for a session's next model call ${(over.longest / 1000).toFixed(1)} s; all sessions finished in ${(over.wall / 1000).toFixed(1)} s`)
 })
