@@ -2,6 +2,8 @@
 import { ConfigService, Database, Instance, makeAppLayer } from "@agent/core"
 import { Server } from "@agent/server"
 import * as HttpServer from "@effect/platform/HttpServer"
+import type { Config } from "@agent/domain"
+import { clusterChoice } from "@agent/server/cluster/ClusterSettings"
 import { Console, Effect, Layer, Option } from "effect"
 import { shutdown, UsageError } from "./ExitCode.js"
 import type { ServeInput } from "./ServeCommand.js"
@@ -18,6 +20,26 @@ const listenProblem = (cause: unknown, options: Server.ServerOptions) => {
   return new UsageError({ message: `cannot listen on ${where}: ${(cause as Error | undefined)?.message ?? String(cause)}` })
 }
 
+/**
+ * Nothing for one process; for a replica (`--replica`, config `cluster.enabled`) the cluster's
+ * runner, loaded only then (ClusterRunner.ts and @effect/cluster stay out of a single process).
+ */
+const replicaLayer = (flags: ServeInput, config: Config, databaseTarget: string) =>
+  Effect.gen(function*() {
+    const choice = clusterChoice(
+      { replica: flags.replica, runnerHost: Option.getOrUndefined(flags.runnerHost), runnerPort: Option.getOrUndefined(flags.runnerPort) },
+      config.cluster,
+      databaseTarget
+    )
+    if (choice._tag === "Invalid") return yield* new UsageError({ message: choice.message })
+    if (choice._tag === "Off") return Layer.empty
+    const { settings } = choice
+    const runner = yield* Effect.promise(() => import("@agent/server/cluster/ClusterRunner"))
+    return runner.layer(settings).pipe(
+      Layer.tap(() => Console.log(`replica: runner on ${settings.host}:${settings.port}, ${settings.shards} shards (cluster ${settings.prefix})`))
+    )
+  })
+
 export const serve = (flags: ServeInput) =>
   Effect.gen(function*() {
     const config = yield* (yield* ConfigService).get()
@@ -31,9 +53,11 @@ export const serve = (flags: ServeInput) =>
       ...(instance.env.AGENT_SERVER_USERNAME ? { username: instance.env.AGENT_SERVER_USERNAME } : {}),
       ...(flags.noWeb ? { web: false as const } : {})
     }
+    const cluster = yield* replicaLayer(flags, config, Database.target(instance, config.database?.url))
     const warning = Server.unsecuredWarning(options)
     if (warning) yield* Console.error(warning)
     // SIGTERM / Ctrl-C: stop accepting, abort the runs (their parts are marked interrupted), exit 0.
+    // A replica first lets running tool calls finish (cluster.grace_seconds) and hands its sessions over.
     shutdown.graceful = true
     const announce = Layer.effectDiscard(
       Effect.gen(function*() {
@@ -43,7 +67,7 @@ export const serve = (flags: ServeInput) =>
         yield* Console.log(`agent server listening on http://${host}:${address.port}`)
       })
     )
-    return yield* Layer.launch(announce.pipe(Layer.provideMerge(Server.layer(options)))).pipe(
+    return yield* Layer.launch(announce.pipe(Layer.provideMerge(Server.layer(options)), Layer.provide(cluster))).pipe(
       Effect.catchIf(
         (error): error is typeof error & { readonly _tag: "ServeError"; readonly cause: unknown } => (error as { _tag?: string })._tag === "ServeError",
         (error) => Effect.fail(listenProblem(error.cause, options))

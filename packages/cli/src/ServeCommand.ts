@@ -23,6 +23,17 @@ export const serveConfig = {
   ),
   noWeb: Options.boolean("no-web").pipe(
     Options.withDescription("Serve the API only, without the web page at / (docs/web.md)")
+  ),
+  replica: Options.boolean("replica").pipe(
+    Options.withDescription("Serve as one replica of several on one PostgreSQL database (docs/cluster.md; config cluster.enabled)")
+  ),
+  runnerHost: Options.text("runner-host").pipe(
+    Options.withDescription("With --replica: the address the other replicas reach this one at (default: config cluster.host, else 127.0.0.1)"),
+    Options.optional
+  ),
+  runnerPort: Options.integer("runner-port").pipe(
+    Options.withDescription("With --replica: the port of this replica's runner (default: config cluster.port, else 34431)"),
+    Options.optional
   )
 }
 

@@ -256,6 +256,26 @@ export const ServerConfig = Schema.Struct({
   allowed_hosts: Schema.optional(Schema.Array(Schema.String))
 })
 
+/** `agent serve` as one replica of several on one PostgreSQL database (docs/cluster.md). */
+export const ClusterConfig = Schema.Struct({
+  /** Serve as a replica (as `--replica` does); needs a PostgreSQL `database.url` or `AGENT_DATABASE_URL`. */
+  enabled: Schema.optional(Schema.Boolean),
+  /** The address other replicas reach this one's runner at (default 127.0.0.1). */
+  host: Schema.optional(Schema.String),
+  /** The runner's port (default 34431). */
+  port: Schema.optional(NonNegativeInt),
+  /** The address the runner listens on (default: `host`). */
+  listen_host: Schema.optional(Schema.String),
+  /** Shards the sessions are spread over; every replica must use the same number (default 64). */
+  shards: Schema.optional(PositiveInt),
+  /** The prefix of the cluster's tables and locks, for two clusters on one database (default agent_cluster). */
+  prefix: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z_][a-z0-9_]{0,40}$/))),
+  /** How long a stopping replica lets a running tool call finish before it hands the session over (default 30). */
+  grace_seconds: Schema.optional(Schema.NonNegative),
+  /** How long a dead replica's shards stay locked before another takes them (default 10). */
+  lock_expiration_seconds: Schema.optional(Schema.Positive)
+})
+
 export const SkillsConfig = Schema.Struct({
   paths: Schema.optional(Schema.Array(Schema.String)),
   urls: Schema.optional(Schema.Array(Schema.String))
@@ -319,6 +339,8 @@ export const Config = Schema.Struct({
   sandbox: Schema.optional(SandboxConfig),
   /** Where the store lives (docs/storage.md): `url` a PostgreSQL URL; unset, the SQLite file. `AGENT_DATABASE_URL` wins. */
   database: Schema.optional(Schema.Struct({ url: Schema.optional(Schema.String) })),
+  /** Replicas of `agent serve` on one PostgreSQL database (docs/cluster.md). */
+  cluster: Schema.optional(ClusterConfig),
   /** What exported spans may carry (docs/telemetry.md). */
   telemetry: Schema.optional(TelemetryConfig),
   /** Hooks in Claude Code's shape; every file's run (a project's once it is trusted): docs/hooks.md. */

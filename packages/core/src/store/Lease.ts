@@ -22,6 +22,46 @@ const heartbeat = ({ sql, write, owner }: StoreDeps) =>
     )
   )
 
+/** A tool call left pending or running, as interrupted (the model is told so when the run resumes). */
+const interruptedPart = (part: Part, now: number): Part | undefined => {
+  if (part.type !== "tool" || (part.state.status !== "pending" && part.state.status !== "running")) return undefined
+  const start = part.state.status === "running" ? part.state.time.start : now
+  return {
+    ...part,
+    state: {
+      status: "error",
+      input: part.state.input,
+      error: "Tool execution was interrupted",
+      metadata: { ...(part.state.status === "running" ? part.state.metadata : {}), interrupted: true },
+      time: { start, end: now }
+    }
+  }
+}
+
+/**
+ * Marks the session's tool calls that another process left pending or running as interrupted: the
+ * caller has taken the session over (a replica that now owns it, its previous owner dead or gone),
+ * so those calls will never finish. Returns how many it marked; each is published as an update.
+ */
+export const takeOver = (deps: StoreDeps, sessionID: string, publish: (part: Part) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const { sql, read, write, owner } = deps
+    const open = yield* read(
+      sql<DataRow & { owner: string | null }>`SELECT id, data, owner FROM part WHERE session_id = ${sessionID} AND status IN ('pending', 'running')`
+    )
+    const now = Date.now()
+    const marked: Array<Part> = []
+    for (const row of open) {
+      if (row.owner === owner) continue
+      const part = interruptedPart(decodeRow("part", row.id, decodePart, row.data), now)
+      if (!part) continue
+      yield* write(sql`UPDATE part SET data = ${JSON.stringify(part)}, rev = ${newRev()}, status = 'error', owner = NULL WHERE id = ${row.id}`)
+      marked.push(part)
+    }
+    yield* Effect.forEach(marked, publish, { discard: true })
+    return marked.length
+  })
+
 const recoverInterrupted = ({ sql, read, write, owner }: StoreDeps) =>
   Effect.gen(function*() {
     const leases = yield* read(sql<{ owner: string; pid: number; host: string; heartbeat: number }>`SELECT * FROM lease`)
@@ -44,19 +84,8 @@ const recoverInterrupted = ({ sql, read, write, owner }: StoreDeps) =>
       sql.withTransaction(
         Effect.gen(function*() {
           for (const row of orphans) {
-            const part = decodeRow("part", row.id, decodePart, row.data)
-            if (part.type !== "tool" || (part.state.status !== "pending" && part.state.status !== "running")) continue
-            const start = part.state.status === "running" ? part.state.time.start : now
-            const interrupted: Part = {
-              ...part,
-              state: {
-                status: "error",
-                input: part.state.input,
-                error: "Tool execution was interrupted",
-                metadata: { ...(part.state.status === "running" ? part.state.metadata : {}), interrupted: true },
-                time: { start, end: now }
-              }
-            }
+            const interrupted = interruptedPart(decodeRow("part", row.id, decodePart, row.data), now)
+            if (!interrupted) continue
             yield* sql`UPDATE part SET data = ${JSON.stringify(interrupted)}, rev = ${newRev()}, status = 'error', owner = NULL WHERE id = ${row.id}`
           }
           if (dead.size > 0) yield* sql`DELETE FROM lease WHERE ${sql.in("owner", [...dead])}`

@@ -6,7 +6,7 @@ import * as Identifier from "../runtime/Identifier.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
 import { openedFile, withBusyRetry } from "./Database.js"
-import { holdLease } from "./Lease.js"
+import { holdLease, takeOver } from "./Lease.js"
 import {
   appendDelta,
   flush,
@@ -80,6 +80,8 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         appendDelta: (input) => appendDelta(deps, input),
         removePart: (sessionID, messageID, partID) => removePart(deps, sessionID, messageID, partID),
         flush: () => flush(deps),
+        takeOver: (sessionID) =>
+          takeOver(deps, sessionID, (part) => deps.bus.publish({ type: "message.part.updated", properties: { part } })),
         todos: (sessionID) => todos(deps, sessionID),
         setTodos: (sessionID, list) => setTodos(deps, sessionID, list),
         exportSession: (id) => exportSession(deps, id),

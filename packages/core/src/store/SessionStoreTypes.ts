@@ -100,6 +100,11 @@ export interface SessionStoreShape {
   readonly removePart: (sessionID: SessionID, messageID: MessageID, partID: PartID) => Effect.Effect<void>
   /** Writes buffered deltas now. */
   readonly flush: () => Effect.Effect<void>
+  /**
+   * Takes the session over from a process that ran it and is dead or gone (a replica's failover):
+   * its tool calls left pending or running are marked interrupted. Returns how many were.
+   */
+  readonly takeOver: (sessionID: SessionID) => Effect.Effect<number>
 
   readonly todos: (sessionID: SessionID) => Effect.Effect<ReadonlyArray<Todo>>
   readonly setTodos: (sessionID: SessionID, todos: ReadonlyArray<Todo>) => Effect.Effect<void>

@@ -3,7 +3,8 @@ import { AgentApi, BadRequestError, RemoteAskBody, type RemoteAskFrame } from "@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, ParseResult, Queue, Stream } from "effect"
+import { Effect, Option, ParseResult, Queue, Stream } from "effect"
+import { SessionRouting } from "../cluster/SessionRouting.js"
 import { notFound } from "./HandlerErrors.js"
 
 /** A comment line every so often keeps proxies and the client's body timeout from closing a quiet ask. */
@@ -14,6 +15,8 @@ const frame = (value: RemoteAskFrame) => `data: ${JSON.stringify(value)}\n\n`
 export const PermissionHandlers = HttpApiBuilder.group(AgentApi, "permission", (handlers) =>
   Effect.gen(function*() {
     const permissions = yield* PermissionService
+    // On a replica the asks of every replica are listed, and a reply goes to the ask's session.
+    const routing = Option.getOrUndefined(yield* Effect.serviceOption(SessionRouting))
 
     /**
      * `agent run --approver`'s ask, pending here until someone answers it or its timeout: the
@@ -43,9 +46,9 @@ export const PermissionHandlers = HttpApiBuilder.group(AgentApi, "permission", (
       }))
 
     return handlers
-      .handle("list", () => permissions.list())
+      .handle("list", () => routing ? routing.permissions() : permissions.list())
       .handle("reply", ({ path, payload }) =>
-        permissions.reply({
+        (routing ? routing.replyPermission : permissions.reply)({
           requestID: path.requestID,
           reply: payload.reply,
           ...(payload.message !== undefined ? { message: payload.message } : {})

@@ -5,6 +5,7 @@ import {
   Instance,
   Permission,
   PermissionService,
+  type PromptInput,
   type RunOutcome,
   SessionChanges,
   SessionLoop,
@@ -23,8 +24,9 @@ import {
   type SessionID
 } from "@agent/domain"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import { Effect, FiberSet } from "effect"
+import { Effect, FiberSet, Option } from "effect"
 import { readRefusal, shellRefusal, toPromptParts } from "../PromptParts.js"
+import { SessionRouting } from "../cluster/SessionRouting.js"
 import { badRequest, notFound, revertError, revertResponse } from "./HandlerErrors.js"
 
 /** The services the session routes use, and the checks they share. */
@@ -39,6 +41,15 @@ const sessionContext = Effect.gen(function*() {
   const background = yield* FiberSet.make()
 
   const bus = yield* Bus
+  // On a replica (agent serve --replica) prompts and aborts go to the session's owner.
+  const routing = Option.getOrUndefined(yield* Effect.serviceOption(SessionRouting))
+  const run = (input: PromptInput & { readonly messageID: MessageID }) =>
+    routing
+      ? routing.prompt(input).pipe(Effect.catchTag("SessionUnavailable", (error) => Effect.fail(BadRequestError.of(error.message))))
+      : loop.prompt(input)
+  const abort = (id: SessionID) => routing ? routing.abort(id) : loop.abort(id)
+  const pendingPermissions = routing ? routing.permissions : permissions.list
+  const replyPermission = routing ? routing.replyPermission : permissions.reply
   const session = (id: SessionID) => store.get(id).pipe(Effect.mapError(notFound))
   /** What the session's prompt would be decided by, for the files it asks the server to read. */
   const rulesFor = (id: SessionID, agent: string | undefined) =>
@@ -50,7 +61,22 @@ const sessionContext = Effect.gen(function*() {
     )
   /** Rules that arrive over the API are session rules, whatever source they claim. */
   const apiRules = (rules: PermissionRuleset) => Permission.asSession(Permission.strip(rules), "set over the API")
-  return { store, loop, permissions, commands, changes, instance, background, bus, session, rulesFor, apiRules }
+  return {
+    store,
+    loop,
+    commands,
+    changes,
+    instance,
+    background,
+    bus,
+    session,
+    rulesFor,
+    apiRules,
+    run,
+    abort,
+    pendingPermissions,
+    replyPermission
+  }
 })
 type SessionContext = Effect.Effect.Success<typeof sessionContext>
 
@@ -95,12 +121,12 @@ const announce = <A extends RunOutcome, E extends { readonly _tag: string; reado
 /** A prompt run to its end; the answer, or what an aborted run left. */
 const prompt = (context: SessionContext, id: SessionID, body: PromptBody) =>
   Effect.gen(function*() {
-    const { bus, instance, loop, rulesFor, session, store } = context
+    const { bus, instance, rulesFor, run, session, store } = context
     yield* session(id)
     const parts = yield* toPromptParts(body.parts, instance, rulesFor(id, body.agent))
     if (parts.length === 0) return yield* BadRequestError.of("parts: a prompt needs at least one part")
     const messageID = body.messageID ?? (Identifier.ascending("message") as MessageID)
-    const outcome = yield* announce(bus, id, messageID, loop.prompt({
+    const outcome = yield* announce(bus, id, messageID, run({
       sessionID: id,
       parts,
       messageID,
@@ -165,7 +191,7 @@ const command = (context: SessionContext, id: SessionID, payload: typeof Command
 export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handlers) =>
   Effect.gen(function*() {
     const context = yield* sessionContext
-    const { apiRules, background, changes, instance, loop, permissions, rulesFor, session, store } = context
+    const { abort, apiRules, background, changes, instance, loop, pendingPermissions, replyPermission, rulesFor, session, store } = context
     return handlers
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -199,7 +225,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
       .handle("delete", ({ path }) =>
         Effect.gen(function*() {
           yield* session(path.id)
-          yield* loop.abort(path.id)
+          yield* abort(path.id)
           yield* store.remove(path.id).pipe(Effect.mapError(notFound))
           return true
         }))
@@ -237,7 +263,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
             FiberSet.run(background)
           )
         }))
-      .handle("abort", ({ path }) => session(path.id).pipe(Effect.zipRight(loop.abort(path.id)), Effect.as(true)))
+      .handle("abort", ({ path }) => session(path.id).pipe(Effect.zipRight(abort(path.id)), Effect.as(true)))
       .handle("fork", ({ path, payload }) =>
         store.fork(path.id, payload.messageID !== undefined ? { messageID: payload.messageID } : {}).pipe(
           Effect.mapError(notFound)
@@ -265,11 +291,11 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
       .handle("command", ({ path, payload }) => command(context, path.id, payload))
       .handle("respond", ({ path, payload }) =>
         Effect.gen(function*() {
-          const pending = yield* permissions.list()
+          const pending = yield* pendingPermissions()
           if (!pending.some((request) => request.id === path.permissionID && request.sessionID === path.id)) {
             return yield* NotFoundError.of(`no pending permission request ${path.permissionID} in session ${path.id}`)
           }
-          yield* permissions.reply({
+          yield* replyPermission({
             requestID: path.permissionID,
             reply: payload.response,
             ...(payload.message !== undefined ? { message: payload.message } : {})

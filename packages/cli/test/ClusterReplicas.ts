@@ -1,0 +1,91 @@
+import { MockOpenAIServer, ScriptedModel, TestDatabase } from "@agent/testing"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import { project, serve } from "./AgentProcess.js"
+
+// Replicas of agent serve for the cluster tests: a fresh database, a fake model that has each
+// session run STEPS bash calls (each appends `s<n>-<call> <replica>` to calls.log in the project),
+// and helpers to follow sessions over the API.
+
+export const STEPS = 4
+
+export const freePort = () =>
+  Effect.promise(() =>
+    new Promise<number>((resolve) => {
+      const server = net.createServer()
+      server.listen(0, "127.0.0.1", () => {
+        const { port } = server.address() as net.AddressInfo
+        server.close(() => resolve(port))
+      })
+    })
+  )
+
+export const json = (url: string, init?: RequestInit) => Effect.promise(() => fetch(url, init).then((response) => response.json() as Promise<any>))
+export const post = (url: string, body: unknown) =>
+  Effect.promise(() => fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }))
+
+/**
+ * The fake model: a session's prompt names it (`[s3]`); it calls bash STEPS times (each call
+ * sleeps, then appends `s3-<call> <replica>`), then says it is done.
+ */
+const responder = (log: string, sleep: number) => (request: MockOpenAIServer.ChatCompletionRequest) => {
+  const first = request.messages.find((message) => message.role === "user")
+  const label = /\[(s\d+)\]/.exec(JSON.stringify(first?.content ?? ""))?.[1] ?? "s?"
+  const calls = request.messages.filter((message) => message.role === "tool").length
+  if (calls >= STEPS) return `done ${label}`
+  return [
+    ScriptedModel.toolCall("bash", {
+      command: `sleep ${sleep}; echo "${label}-${calls} $AGENT_TEST_REPLICA" >> ${log}`,
+      description: `step ${calls}`
+    })
+  ]
+}
+
+export const finished = (messages: Array<any>) => {
+  const last = messages.at(-1)
+  return last?.info.role === "assistant" && last.info.finish === "stop" && last.parts.some((part: any) => part.type === "text" && /^done /.test(part.text))
+}
+
+export const toolParts = (messages: Array<any>) => messages.flatMap((message) => message.parts).filter((part: any) => part.type === "tool")
+
+/** Three replicas on a fresh database, each with its runner port and its name in the environment. */
+export const replicas = (names: ReadonlyArray<string>, sleep: number, extra: object = {}, config: object = {}) =>
+  Effect.gen(function*() {
+    // In the project, where the commands run (a file outside it would need an approval).
+    const model = yield* MockOpenAIServer.start(Array.from({ length: 400 }, () => responder("calls.log", sleep)))
+    const prefix = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+    // Without the OS sandbox: with three processes in one project, bwrap sometimes missed a path
+    // (`.agent`) another had not made yet; the sandbox has its own tests.
+    const box = yield* project(model.url, {
+      sandbox: { mode: "off" },
+      ...config,
+      cluster: { prefix, shards: 12, lock_expiration_seconds: 4, grace_seconds: 20, ...extra }
+    })
+    const log = path.join(box.instance.directory, "calls.log")
+    fs.writeFileSync(log, "")
+    const databaseUrl = yield* TestDatabase.freshPostgres
+    const servers = yield* Effect.forEach(names, (name) =>
+      Effect.gen(function*() {
+        const port = yield* freePort()
+        return yield* serve(box, ["--replica", "--runner-port", String(port)], { AGENT_DATABASE_URL: databaseUrl, AGENT_TEST_REPLICA: name })
+      }), { concurrency: "unbounded" })
+    // The runners see each other and share the shards out (assignments refresh every second).
+    yield* Effect.sleep("3 seconds")
+    return { log, box, model, databaseUrl, prefix, servers: Object.fromEntries(names.map((name, index) => [name, servers[index]!])) }
+  })
+
+export const lines = (log: string) => fs.readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => line.split(" ") as [string, string])
+
+export const waitFor = <A>(what: string, check: Effect.Effect<A | undefined>, timeoutMs = 40_000, context: () => string = () => "") =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const value = yield* check
+      if (value !== undefined) return value
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${context()}`)
+      yield* Effect.sleep("100 millis")
+    }
+  })
+

@@ -1,0 +1,186 @@
+// `agent serve --replica`: this process as one runner of an @effect/cluster on the store's
+// PostgreSQL database. Sessions are entities (SessionEntity.ts) spread over shards; the runner
+// that holds a session's shard runs it (SessionOwner.ts), the others send it messages over the
+// cluster's socket transport. Messages and runners live in the database (SqlMessageStorage,
+// SqlRunnerStorage), so a prompt outlives the replica that was running it. Loaded only for a replica.
+import { Bus, type LoopError, PermissionService, QuestionService, type RunOutcome, SessionLoop, SessionStore } from "@agent/core"
+import { PermissionRequestNotFound } from "@agent/domain"
+import { QuestionNotFound } from "@agent/core"
+import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import * as RunnerHealth from "@effect/cluster/RunnerHealth"
+import * as Runners from "@effect/cluster/Runners"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as SocketRunner from "@effect/cluster/SocketRunner"
+import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
+import { layerClientProtocol, layerSocketServer } from "@effect/platform-node/NodeClusterSocket"
+import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Cause, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import * as AskRegistry from "./AskRegistry.js"
+import type { ClusterSettings } from "./ClusterSettings.js"
+import { SessionEntity } from "./SessionEntity.js"
+import * as SessionOwner from "./SessionOwner.js"
+import { SessionRouting, type SessionRoutingShape, SessionUnavailable } from "./SessionRouting.js"
+
+/** The cluster's own connections: its shard locks hold one for the runner's life, apart from the store's. */
+const database = (settings: ClusterSettings) =>
+  PgClient.layer({
+    url: Redacted.make(settings.databaseUrl),
+    maxConnections: 16,
+    connectTimeout: "10 seconds",
+    applicationName: "agent-cluster"
+  })
+
+const shardingConfig = (settings: ClusterSettings) => {
+  const lockExpiration = Duration.millis(settings.lockExpirationMs)
+  return ShardingConfig.layer({
+    runnerAddress: Option.some(RunnerAddress.make(settings.host, settings.port)),
+    runnerListenAddress: Option.some(RunnerAddress.make(settings.listenHost, settings.port)),
+    shardsPerGroup: settings.shards,
+    // How soon a dead runner's shards move: its locks expire, the others look every second.
+    shardLockExpiration: lockExpiration,
+    shardLockRefreshInterval: Duration.millis(Math.max(500, settings.lockExpirationMs / 4)),
+    refreshAssignmentsInterval: Duration.seconds(1),
+    runnerHealthCheckInterval: Duration.seconds(2),
+    entityMessagePollInterval: Duration.seconds(1),
+    // A stopping runner does not wait for its runs to end (they may take hours): their handlers
+    // are interrupted at once, and each hands its session over (SessionOwner.ts: the tool call
+    // running gets the grace period, then the run is aborted here and resumed by the next owner).
+    entityTerminationTimeout: Duration.millis(100)
+  })
+}
+
+/**
+ * Replicas starting together on a new database would race to create the cluster's tables (each
+ * creates them if missing, and two at once collide in the catalog): they take turns under an
+ * advisory lock held on a connection of its own while the layer is built.
+ */
+const oneAtATime = <A, E, R>(prefix: string, layer: Layer.Layer<A, E, R>) =>
+  Layer.scopedContext(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const turn = yield* Scope.make()
+      const connection = yield* sql.reserve.pipe(Scope.extend(turn))
+      const key = `agent cluster setup ${prefix}`
+      yield* connection.executeRaw("SELECT pg_advisory_lock(hashtext($1))", [key])
+      const built = yield* Layer.build(layer).pipe(
+        Effect.ensuring(connection.executeRaw("SELECT pg_advisory_unlock(hashtext($1))", [key]).pipe(Effect.ignore)),
+        Effect.ensuring(Scope.close(turn, Exit.void))
+      )
+      return built
+    })
+  )
+
+/** Sharding over the socket transport, with its storage in the database. */
+const sharding = (settings: ClusterSettings) => {
+  const storage = oneAtATime(
+    settings.prefix,
+    Layer.mergeAll(
+      SqlMessageStorage.layerWith({ prefix: settings.prefix }),
+      SqlRunnerStorage.layerWith({ prefix: settings.prefix })
+    )
+  ).pipe(Layer.orDie)
+  const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(layerClientProtocol))
+  return SocketRunner.layer.pipe(
+    Layer.provide([layerSocketServer, layerClientProtocol, health]),
+    Layer.provide(storage),
+    Layer.provide(RpcSerialization.layerMsgPack)
+  )
+}
+
+const cut = (what: string) => (cause: Cause.Cause<unknown>) =>
+  Effect.die(new Error(`the cluster could not deliver ${what}: ${Cause.pretty(cause)}`))
+
+/** The API's routes that change a running session, sent to the session's owner. */
+const routing = (settings: ClusterSettings) =>
+  Layer.scoped(
+    SessionRouting,
+    Effect.gen(function*() {
+      const client = yield* SessionEntity.client
+      const asks = yield* AskRegistry.make(settings.prefix, `${settings.host}:${settings.port}`)
+      return {
+        prompt: (input) =>
+          client(input.sessionID).Prompt({
+            sessionID: input.sessionID,
+            messageID: input.messageID,
+            parts: input.parts as unknown as ReadonlyArray<Record<string, unknown>>,
+            ...(input.agent !== undefined ? { agent: input.agent } : {}),
+            ...(input.model !== undefined ? { model: input.model } : {}),
+            ...(input.variant !== undefined ? { variant: input.variant } : {}),
+            ...(input.system !== undefined ? { system: input.system } : {}),
+            ...(input.noReply !== undefined ? { noReply: input.noReply } : {}),
+            ...(input.tools !== undefined ? { tools: input.tools } : {}),
+            ...(input.autoApprove !== undefined ? { autoApprove: input.autoApprove } : {}),
+            ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {})
+          }).pipe(
+            Effect.map((result): RunOutcome => ({
+              reason: result.reason,
+              ...(result.error ? { error: result.error } : {}),
+              usage: result.usage
+            })),
+            Effect.catchTags({
+              MailboxFull: (error) => cut("the prompt")(Cause.fail(error)),
+              AlreadyProcessingMessage: (error) => cut("the prompt")(Cause.fail(error)),
+              PersistenceError: (error) => cut("the prompt")(Cause.fail(error))
+            })
+          ) as Effect.Effect<RunOutcome, LoopError | SessionUnavailable>,
+        abort: (sessionID) => client(sessionID).Abort({ sessionID }).pipe(Effect.catchAllCause(cut("the abort"))),
+        permissions: asks.permissions,
+        replyPermission: (input) =>
+          Effect.gen(function*() {
+            const sessionID = yield* asks.sessionOf("permission", input.requestID)
+            if (sessionID === undefined) return yield* new PermissionRequestNotFound({ requestID: input.requestID })
+            return yield* client(sessionID).ReplyPermission(input).pipe(
+              Effect.catchTags({
+                MailboxFull: (error) => cut("the reply")(Cause.fail(error)),
+                AlreadyProcessingMessage: (error) => cut("the reply")(Cause.fail(error)),
+                PersistenceError: (error) => cut("the reply")(Cause.fail(error))
+              })
+            )
+          }),
+        questions: asks.questions,
+        replyQuestion: (requestID, answers) =>
+          Effect.gen(function*() {
+            const sessionID = yield* asks.sessionOf("question", requestID)
+            if (sessionID === undefined) return yield* new QuestionNotFound({ requestID })
+            return yield* client(sessionID).ReplyQuestion({ requestID, answers: answers.map((list) => [...list]) }).pipe(
+              Effect.catchTags({
+                MailboxFull: (error) => cut("the answer")(Cause.fail(error)),
+                AlreadyProcessingMessage: (error) => cut("the answer")(Cause.fail(error)),
+                PersistenceError: (error) => cut("the answer")(Cause.fail(error))
+              })
+            )
+          }),
+        rejectQuestion: (requestID) =>
+          Effect.gen(function*() {
+            const sessionID = yield* asks.sessionOf("question", requestID)
+            if (sessionID === undefined) return yield* new QuestionNotFound({ requestID })
+            return yield* client(sessionID).RejectQuestion({ requestID }).pipe(
+              Effect.catchTags({
+                MailboxFull: (error) => cut("the rejection")(Cause.fail(error)),
+                AlreadyProcessingMessage: (error) => cut("the rejection")(Cause.fail(error)),
+                PersistenceError: (error) => cut("the rejection")(Cause.fail(error))
+              })
+            )
+          })
+      } satisfies SessionRoutingShape
+    })
+  )
+
+export type ClusterServices = SessionLoop | SessionStore | PermissionService | QuestionService | Bus
+
+/** The runner, its session entities and the routing the API uses; needs the runtime's services. */
+export const layer = (settings: ClusterSettings): Layer.Layer<SessionRouting, never, ClusterServices> => {
+  const runner = `${settings.host}:${settings.port}`
+  const shards = sharding(settings).pipe(Layer.provide(shardingConfig(settings)))
+  const owner = Layer.unwrapEffect(
+    Effect.map(SqlClient.SqlClient, (sql) => SessionOwner.layer(runner, settings.graceMs, (sessionID) => AskRegistry.forget(sql, settings.prefix, sessionID)))
+  )
+  return Layer.mergeAll(routing(settings), owner).pipe(
+    Layer.provide(shards),
+    Layer.provide(database(settings)),
+    Layer.orDie
+  )
+}

@@ -1,0 +1,64 @@
+// The session as an @effect/cluster entity: what may be sent to the replica that owns a session.
+// A prompt is persisted (SqlMessageStorage): it reaches the owner, and a new owner after a failover
+// gets it again. Aborts and replies to a person's ask are not: they matter only to the run in
+// progress, which a dead owner no longer has.
+import { ModelNotConfigured, QuestionNotFound } from "@agent/core"
+import { SessionUnavailable } from "./SessionRouting.js"
+import { AgentNotFound, MessageError, MessageID, ModelRef, PermissionReply, PermissionRequestNotFound, SessionID, SessionNotFound } from "@agent/domain"
+import * as ClusterSchema from "@effect/cluster/ClusterSchema"
+import * as Entity from "@effect/cluster/Entity"
+import * as Rpc from "@effect/rpc/Rpc"
+import { Schema } from "effect"
+
+/** A prompt's parts as the server made them (PromptParts.ts): text, files read, agents, subtasks. */
+const PromptPart = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+export const PromptPayload = Schema.Struct({
+  sessionID: SessionID,
+  messageID: MessageID,
+  parts: Schema.Array(PromptPart),
+  agent: Schema.optional(Schema.String),
+  model: Schema.optional(ModelRef),
+  variant: Schema.optional(Schema.String),
+  system: Schema.optional(Schema.String),
+  noReply: Schema.optional(Schema.Boolean),
+  tools: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Boolean })),
+  autoApprove: Schema.optional(Schema.Boolean),
+  maxSteps: Schema.optional(Schema.Number)
+})
+export type PromptPayload = typeof PromptPayload.Type
+
+/** How the run ended; the answer itself is in the store, where any replica reads it. */
+export const PromptResult = Schema.Struct({
+  reason: Schema.Literal("completed", "rejected", "error", "aborted", "steps", "duration", "stall", "budget"),
+  error: Schema.optional(MessageError),
+  usage: Schema.Struct({ cost: Schema.Number, tokens: Schema.Number, steps: Schema.Number }),
+  /** The replica that ran it (`host:port` of its runner). */
+  runner: Schema.String
+})
+export type PromptResult = typeof PromptResult.Type
+
+export const Prompt = Rpc.make("Prompt", {
+  payload: PromptPayload,
+  success: PromptResult,
+  error: Schema.Union(SessionNotFound, AgentNotFound, ModelNotConfigured, SessionUnavailable)
+})
+  .annotate(ClusterSchema.Persisted, true)
+  // A client that goes away (an HTTP prompt cut off) leaves the run going, as one process does.
+  .annotate(ClusterSchema.Uninterruptible, "client")
+
+export const Abort = Rpc.make("Abort", { payload: { sessionID: SessionID } })
+
+export const ReplyPermission = Rpc.make("ReplyPermission", {
+  payload: { requestID: Schema.String, reply: PermissionReply, message: Schema.optional(Schema.String) },
+  error: PermissionRequestNotFound
+})
+
+export const ReplyQuestion = Rpc.make("ReplyQuestion", {
+  payload: { requestID: Schema.String, answers: Schema.Array(Schema.Array(Schema.String)) },
+  error: QuestionNotFound
+})
+
+export const RejectQuestion = Rpc.make("RejectQuestion", { payload: { requestID: Schema.String }, error: QuestionNotFound })
+
+export const SessionEntity = Entity.make("AgentSession", [Prompt, Abort, ReplyPermission, ReplyQuestion, RejectQuestion])

@@ -1,0 +1,137 @@
+// The session entity's handlers: they run on the replica that owns the session and call this
+// process's loop, permission and question services, as one process does.
+import { Bus, type PromptInput, type PromptPartInput, QuestionService, PermissionService, SessionLoop, SessionStore } from "@agent/core"
+import type { Session, SessionID } from "@agent/domain"
+import { Effect, Stream } from "effect"
+import * as fs from "node:fs/promises"
+import { promptAction } from "./Handover.js"
+import { type PromptPayload, type PromptResult, SessionEntity } from "./SessionEntity.js"
+import { SessionUnavailable } from "./SessionRouting.js"
+
+/** Refuses a session whose project directory this replica cannot see: its tools would run elsewhere. */
+const reachable = (session: Session, runner: string) =>
+  Effect.tryPromise(() => fs.stat(session.directory)).pipe(
+    Effect.flatMap((stat) => stat.isDirectory() ? Effect.void : Effect.fail(new Error("not a directory"))),
+    Effect.catchAll((error) =>
+      Effect.fail(
+        new SessionUnavailable({
+          sessionID: session.id,
+          reason: `replica ${runner} cannot see the project directory ${session.directory} of session ${session.id} (${
+            (error as { error?: { code?: string } }).error?.code ?? (error as Error).message
+          }): every replica needs the project at the same path, on a shared volume (docs/cluster.md)`
+        })
+      )
+    )
+  )
+
+/** The loop's input from the message (the optional fields left out rather than undefined). */
+const promptInput = (input: PromptPayload): PromptInput => ({
+  sessionID: input.sessionID,
+  messageID: input.messageID,
+  // Decoded by the entity's schema from what PromptParts.ts made on the replica that got the request.
+  parts: input.parts as unknown as ReadonlyArray<PromptPartInput>,
+  ...(input.agent !== undefined ? { agent: input.agent } : {}),
+  ...(input.model !== undefined ? { model: input.model } : {}),
+  ...(input.variant !== undefined ? { variant: input.variant } : {}),
+  ...(input.system !== undefined ? { system: input.system } : {}),
+  ...(input.noReply !== undefined ? { noReply: input.noReply } : {}),
+  ...(input.tools !== undefined ? { tools: input.tools } : {}),
+  ...(input.autoApprove !== undefined ? { autoApprove: input.autoApprove } : {}),
+  ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {})
+})
+
+/**
+ * The tool calls running here, per session, from the bus (a handful of updates per call; only on
+ * a replica): what a handover waits for.
+ */
+const runningTools = Effect.gen(function*() {
+  const bus = yield* Bus
+  const running = new Map<string, Set<string>>()
+  const updates = yield* bus.subscribe({ types: ["message.part.updated"] })
+  yield* updates.pipe(
+    Stream.runForEach((event) =>
+      Effect.sync(() => {
+        const part = event.properties.part
+        if (part.type !== "tool") return
+        const calls = running.get(part.sessionID) ?? new Set<string>()
+        if (part.state.status === "running" || part.state.status === "pending") calls.add(part.id)
+        else calls.delete(part.id)
+        if (calls.size === 0) running.delete(part.sessionID)
+        else running.set(part.sessionID, calls)
+      })
+    ),
+    Effect.catchAllCause((cause) => Effect.logError("the replica's tool tracker stopped", cause)),
+    Effect.forkScoped
+  )
+  return (sessionID: string): ReadonlySet<string> => running.get(sessionID) ?? new Set()
+})
+
+/**
+ * The handlers. A prompt's handler is interrupted only when the session leaves this replica (it
+ * stops, or its shard moves; a client going away does not interrupt it). The tool call running
+ * then gets up to `graceMs` to finish, so a deploy does not cut a command about to end; then the
+ * run here is aborted, and the persisted prompt goes to the next owner, which resumes the run.
+ */
+export const layer = (runner: string, graceMs: number, onTakeOver: (sessionID: string) => Effect.Effect<void>) =>
+  SessionEntity.toLayer(
+    Effect.gen(function*() {
+      const toolRunning = yield* runningTools
+      const handOver = (sessionID: SessionID) =>
+        Effect.gen(function*() {
+          const deadline = Date.now() + graceMs
+          // The calls running now, not those the run starts meanwhile (it would never stop).
+          const calls = [...toolRunning(sessionID)]
+          const unfinished = () => calls.some((id) => toolRunning(sessionID).has(id))
+          if (calls.length > 0) yield* Effect.logInfo(`session ${sessionID} leaves ${runner}: letting its tool call finish (up to ${graceMs} ms)`)
+          while (unfinished() && Date.now() < deadline) yield* Effect.sleep("20 millis")
+          yield* loop.abort(sessionID)
+        })
+      const loop = yield* SessionLoop
+      const store = yield* SessionStore
+      const permissions = yield* PermissionService
+      const questions = yield* QuestionService
+
+      const run = (input: PromptPayload) =>
+        Effect.gen(function*() {
+          const session = yield* store.get(input.sessionID)
+          yield* reachable(session, runner)
+          const action = promptAction(yield* store.messages(input.sessionID), input)
+          if (action === "done") {
+            yield* Effect.logInfo(`session ${input.sessionID}: prompt ${input.messageID} already ran; nothing to do`)
+            return { reason: "completed" as const, usage: { cost: 0, tokens: 0, steps: 0 } }
+          }
+          if (action === "resume") {
+            // The previous owner is dead or stopped: what it left running will never finish.
+            const marked = yield* store.takeOver(input.sessionID)
+            yield* onTakeOver(input.sessionID)
+            yield* Effect.logInfo(`session ${input.sessionID}: taken over on ${runner} (${marked} tool call(s) marked interrupted); resuming`)
+            return yield* loop.resume(input.sessionID)
+          }
+          return yield* loop.prompt(promptInput(input))
+        })
+
+      return SessionEntity.of({
+        Prompt: ({ payload }) =>
+          run(payload).pipe(
+            Effect.map((outcome): PromptResult => ({
+              reason: outcome.reason,
+              ...(outcome.error ? { error: outcome.error } : {}),
+              usage: outcome.usage,
+              runner
+            })),
+            Effect.onInterrupt(() => handOver(payload.sessionID))
+          ),
+        Abort: ({ payload }) => loop.abort(payload.sessionID),
+        ReplyPermission: ({ payload }) =>
+          permissions.reply({
+            requestID: payload.requestID,
+            reply: payload.reply,
+            ...(payload.message !== undefined ? { message: payload.message } : {})
+          }),
+        ReplyQuestion: ({ payload }) => questions.reply(payload.requestID, payload.answers),
+        RejectQuestion: ({ payload }) => questions.reject(payload.requestID)
+      })
+    }),
+    // A prompt joins the run in progress and an abort reaches it while it runs: messages are not queued behind each other.
+    { concurrency: "unbounded", maxIdleTime: "5 minutes" }
+  )

@@ -1,0 +1,68 @@
+import type { MessageWithParts, SessionID } from "@agent/domain"
+import { TestData } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { clusterChoice } from "../src/cluster/ClusterSettings.js"
+import { promptAction } from "../src/cluster/Handover.js"
+
+const sessionID = "ses_cluster" as SessionID
+const user = TestData.userMessage(sessionID)
+const later = TestData.userMessage(sessionID)
+const withParts = (info: MessageWithParts["info"]): MessageWithParts => ({ info, parts: [] })
+const answer = (overrides: Parameters<typeof TestData.assistantMessage>[2]) => withParts(TestData.assistantMessage(sessionID, user.id, overrides))
+
+describe("promptAction: what a replica does with a prompt it is given", () => {
+  const table: ReadonlyArray<readonly [string, ReadonlyArray<MessageWithParts>, { noReply?: boolean }, ReturnType<typeof promptAction>]> = [
+    ["a prompt not stored yet runs", [], {}, "prompt"],
+    ["stored, nothing answered: the owner died before the model answered", [withParts(user)], {}, "resume"],
+    ["stored with noReply: nothing to run", [withParts(user)], { noReply: true }, "done"],
+    ["an answer cut off mid-step (not completed)", [withParts(user), answer({})], {}, "resume"],
+    ["an answer waiting on tool results", [withParts(user), answer({ time: { created: 1, completed: 2 }, finish: "tool-calls" })], {}, "resume"],
+    ["a run aborted for the handover", [withParts(user), answer({ time: { created: 1, completed: 2 }, error: { name: "MessageAbortedError", data: { message: "The run was aborted." } } })], {}, "resume"],
+    ["a finished answer: never run again", [withParts(user), answer({ time: { created: 1, completed: 2 }, finish: "stop" })], {}, "done"],
+    ["a run that failed: not retried by a new owner", [withParts(user), answer({ time: { created: 1, completed: 2 }, error: { name: "ProviderError", data: { message: "down" } } })], {}, "done"],
+    ["a later prompt took over the session", [withParts(user), answer({}), withParts(later)], {}, "done"]
+  ]
+  for (const [name, messages, input, expected] of table) {
+    it(name, () => expect(promptAction(messages, { messageID: user.id, ...input })).toBe(expected))
+  }
+})
+
+describe("clusterChoice: flags over config cluster.*", () => {
+  const pg = "postgres://agent@db/agent"
+  it("off unless --replica or cluster.enabled", () => {
+    expect(clusterChoice({ replica: false }, undefined, pg)).toEqual({ _tag: "Off" })
+    expect(clusterChoice({ replica: false }, { enabled: false, port: 5000 }, pg)).toEqual({ _tag: "Off" })
+  })
+  it("defaults", () => {
+    expect(clusterChoice({ replica: true }, undefined, pg)).toEqual({
+      _tag: "On",
+      settings: {
+        databaseUrl: pg,
+        host: "127.0.0.1",
+        port: 34431,
+        listenHost: "127.0.0.1",
+        shards: 64,
+        prefix: "agent_cluster",
+        graceMs: 30_000,
+        lockExpirationMs: 10_000
+      }
+    })
+  })
+  it("the config, and the flags over it", () => {
+    const config = { enabled: true, host: "10.0.0.5", port: 5000, listen_host: "0.0.0.0", shards: 16, prefix: "team", grace_seconds: 5, lock_expiration_seconds: 4 }
+    const chosen = clusterChoice({ replica: false, runnerPort: 6000, runnerHost: "10.0.0.9" }, config, pg)
+    expect(chosen).toEqual({
+      _tag: "On",
+      settings: { databaseUrl: pg, host: "10.0.0.9", port: 6000, listenHost: "0.0.0.0", shards: 16, prefix: "team", graceMs: 5_000, lockExpirationMs: 4_000 }
+    })
+  })
+  it("a replica on SQLite is refused, naming the file", () => {
+    const chosen = clusterChoice({ replica: true }, undefined, "/home/me/.local/share/agent/agent.db")
+    expect(chosen._tag).toBe("Invalid")
+    expect(chosen._tag === "Invalid" && chosen.message).toContain("needs the store in PostgreSQL")
+    expect(chosen._tag === "Invalid" && chosen.message).toContain("agent.db")
+  })
+  it("a runner port out of range is refused", () => {
+    expect(clusterChoice({ replica: true, runnerPort: 70000 }, undefined, pg)).toEqual({ _tag: "Invalid", message: "--runner-port 70000: expected a port from 1 to 65535" })
+  })
+})

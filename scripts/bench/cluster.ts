@@ -1,0 +1,226 @@
+/**
+ * Replica benchmark (docs/cluster.md): BENCH_SESSIONS (50) sessions × BENCH_STEPS (20) scripted steps
+ * (19 `read` calls and an answer, the model answering at once) on
+ *
+ * 1. one `agent serve` on SQLite (the baseline),
+ * 2. one `agent serve` on PostgreSQL, not a replica (what the store's move to PostgreSQL costs),
+ * 3. one `agent serve --replica` on PostgreSQL (a cluster of one: what the cluster adds),
+ * 4. three replicas on PostgreSQL, the prompts spread over them,
+ *
+ * reporting throughput (steps/s), the servers' CPU per step (all replicas together), the step
+ * overhead p50/p99 at the model boundary (from one model answer to the session's next model call)
+ * and each process's peak RSS. Then 5. failover: three replicas, sessions whose model calls take
+ * 500 ms, one replica killed (SIGKILL) mid-run: the longest any session waited for its next model
+ * call after the kill, and whether every session still finished.
+ *
+ * Needs PostgreSQL: AGENT_TEST_DATABASE_URL, else one is started (scripts/test/postgres.mjs).
+ * Run after `pnpm build`: `pnpm bench:cluster`. Target (issue 28): ≤ 25 % more CPU per step than one process on SQLite.
+ */
+import { MockOpenAIServer, TestDatabase } from "@agent/testing"
+import { Effect, type Scope } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { modelProxy } from "./ModelProxy.js"
+import { cpuMsOf, startServe, statusOf, turn } from "./ServeProcess.js"
+
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50)
+const STEPS = Number(process.env.BENCH_STEPS ?? 20)
+const bin = fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
+
+const percentile = (values: Array<number>, p: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!
+}
+const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0)
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "agent-bench-cluster-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+interface Replica {
+  readonly url: string
+  readonly pid: number
+  readonly kill: () => void
+}
+
+/** `agent serve --replica` in the shared project `dir/project`, on the database at `databaseUrl`. */
+const startReplica = (dir: string, databaseUrl: string): Effect.Effect<Replica, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const runnerPort = yield* Effect.promise(freePort)
+    const child = spawn(process.execPath, [bin, "serve", "--port", "0", "--replica", "--runner-port", String(runnerPort)], {
+      cwd: path.join(dir, "project"),
+      env: {
+        ...process.env,
+        HOME: dir,
+        XDG_DATA_HOME: path.join(dir, "data"),
+        XDG_CONFIG_HOME: path.join(dir, "config"),
+        AGENT_MANAGED_DIR: path.join(dir, "managed"),
+        AGENT_DATABASE_URL: databaseUrl
+      },
+      stdio: ["ignore", "pipe", "ignore"]
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
+    const url = yield* Effect.promise(() =>
+      new Promise<string>((resolve, reject) => {
+        let out = ""
+        child.stdout!.on("data", (chunk: Buffer) => {
+          out += chunk.toString()
+          const match = /listening on (http:\/\/\S+)/.exec(out)
+          if (match) resolve(match[1]!)
+        })
+        child.on("exit", (code) => reject(new Error(`agent serve --replica exited with ${code}`)))
+      })
+    )
+    return { url, pid: child.pid!, kill: () => child.kill("SIGKILL") }
+  })
+
+const project = (dir: string, modelUrl: string) => {
+  const project = path.join(dir, "project")
+  fs.mkdirSync(project, { recursive: true })
+  fs.writeFileSync(path.join(project, "notes.txt"), "hello\n".repeat(20))
+  fs.writeFileSync(
+    path.join(project, "agent.json"),
+    JSON.stringify({
+      model: "mock/model",
+      provider: { mock: { npm: "@ai-sdk/openai-compatible", options: { baseURL: modelUrl }, models: { model: {} } } },
+      cluster: { shards: 32, lock_expiration_seconds: 10 }
+    })
+  )
+}
+
+const post = (url: string, route: string, body: unknown) =>
+  fetch(`${url}${route}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+
+/** Creates and prompts the sessions, the i-th through `urls[i % n]`; resolves once every session made `steps` model calls and got the last answer. */
+const drive = async (urls: ReadonlyArray<string>, calls: Array<{ tag: number; answered: number }>, steps: number) => {
+  const started = performance.now()
+  await Promise.all(Array.from({ length: SESSIONS }, async (_, index) => {
+    const url = urls[index % urls.length]!
+    const session = await post(url, "/session", { title: `bench ${index}` }).then((response) => response.json() as Promise<{ id: string }>)
+    await post(url, `/session/${session.id}/prompt_async`, { parts: [{ type: "text", text: `bench-session-${index}: read the notes` }] })
+  }))
+  for (;;) {
+    const done = Array.from({ length: SESSIONS }, (_, index) => calls.filter((call) => call.tag === index && call.answered > 0).length >= steps)
+    if (done.every(Boolean)) break
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return performance.now() - started
+}
+
+const tagOf = ({ body }: { readonly body: string }) => {
+  const marker = /bench-session-(\d+)/.exec(body)
+  return marker && body.includes('"tools":') ? Number(marker[1]) : undefined
+}
+
+interface Result {
+  readonly name: string
+  readonly wall: number
+  readonly cpu: number
+  readonly overhead: Array<number>
+  readonly peakRss: Array<number>
+}
+
+const run = (name: string, replicas: number | "sqlite" | "postgres") =>
+  Effect.scoped(Effect.gen(function*() {
+    const dir = yield* tempDir
+    const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn(STEPS)))
+    const proxy = yield* modelProxy(model.url, tagOf)
+    let pids: Array<number>
+    let urls: Array<string>
+    if (replicas === "sqlite" || replicas === "postgres") {
+      const env: Record<string, string> = replicas === "postgres" ? { AGENT_DATABASE_URL: yield* TestDatabase.freshPostgres } : {}
+      const server = yield* startServe(dir, proxy.url, { env })
+      pids = [server.pid]
+      urls = [server.url]
+    } else {
+      project(dir, proxy.url)
+      const databaseUrl = yield* TestDatabase.freshPostgres
+      const started = yield* Effect.forEach(Array.from({ length: replicas }), () => startReplica(dir, databaseUrl), { concurrency: "unbounded" })
+      pids = started.map((replica) => replica.pid)
+      urls = started.map((replica) => replica.url)
+      // The runners find each other and share the shards out.
+      yield* Effect.sleep("4 seconds")
+    }
+    const cpuBefore = pids.map(cpuMsOf)
+    const wall = yield* Effect.promise(() => drive(urls, proxy.calls, STEPS))
+    const cpu = pids.reduce((sum, pid, index) => sum + cpuMsOf(pid) - cpuBefore[index]!, 0)
+    const overhead: Array<number> = []
+    for (let session = 0; session < SESSIONS; session++) {
+      const calls = proxy.calls.filter((call) => call.tag === session)
+      for (let index = 1; index < calls.length; index++) overhead.push(calls[index]!.arrived - calls[index - 1]!.answered)
+    }
+    return { name, wall, cpu, overhead, peakRss: pids.map((pid) => statusOf(pid).peakRss) } satisfies Result
+  }))
+
+/** Three replicas, model calls of 500 ms, one replica killed once every session is under way. */
+const failover = Effect.scoped(Effect.gen(function*() {
+  const dir = yield* tempDir
+  const steps = 10
+  const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (steps + 4) + 100 }, () => turn(steps)))
+  const proxy = yield* modelProxy(model.url, tagOf, () => 500)
+  project(dir, proxy.url)
+  const databaseUrl = yield* TestDatabase.freshPostgres
+  const replicas = yield* Effect.forEach([0, 1, 2], () => startReplica(dir, databaseUrl), { concurrency: "unbounded" })
+  yield* Effect.sleep("4 seconds")
+  const done = Effect.promise(() => drive(replicas.slice(1).map((replica) => replica.url), proxy.calls, steps))
+  const killer = Effect.gen(function*() {
+    while (new Set(proxy.calls.map((call) => call.tag)).size < SESSIONS) yield* Effect.sleep("50 millis")
+    yield* Effect.sleep("1500 millis")
+    const at = performance.now()
+    replicas[0]!.kill()
+    return at
+  })
+  const [wall, killedAt] = yield* Effect.all([done, killer], { concurrency: "unbounded" })
+  // The longest wait, from the kill, for a session's next model call: the sessions of the dead replica waited for the failover.
+  let longest = 0
+  for (let session = 0; session < SESSIONS; session++) {
+    const next = proxy.calls.find((call) => call.tag === session && call.arrived > killedAt)
+    if (next) longest = Math.max(longest, next.arrived - killedAt)
+  }
+  return { wall, longest }
+}))
+
+const main = Effect.gen(function*() {
+  if (!TestDatabase.serverUrl()) {
+    const pg = yield* Effect.promise(() => import("../test/postgres.mjs" as string) as Promise<{ start: () => Promise<{ url: string; dir: string }>; stop: (dir: string) => void }>)
+    const started = yield* Effect.acquireRelease(Effect.promise(pg.start), (server) => Effect.sync(() => pg.stop(server.dir)))
+    process.env.AGENT_TEST_DATABASE_URL = started.url
+  }
+  console.log(`bench:cluster: ${SESSIONS} sessions × ${STEPS} steps, model answering at once; ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(2)}`)
+  const results: Array<Result> = []
+  for (const [name, replicas] of [["1 process, SQLite", "sqlite"], ["1 process, PostgreSQL", "postgres"], ["1 replica, PostgreSQL", 1], ["3 replicas, PostgreSQL", 3]] as const) {
+    const result = yield* run(name, replicas)
+    results.push(result)
+    const steps = SESSIONS * STEPS
+    console.log(
+      `${name.padEnd(24)} ${(steps / (result.wall / 1000)).toFixed(0).padStart(5)} steps/s  CPU ${(result.cpu / steps).toFixed(2)} ms/step  ` +
+        `overhead p50 ${percentile(result.overhead, 50).toFixed(1)} ms p99 ${percentile(result.overhead, 99).toFixed(1)} ms  ` +
+        `peak RSS ${result.peakRss.map(mib).join(" / ")} MiB`
+    )
+  }
+  const base = results[0]!.cpu
+  for (const result of results.slice(1)) console.log(`${result.name}: ${(((result.cpu - base) / base) * 100).toFixed(0)} % CPU per step over SQLite`)
+  const pg = results[1]!.cpu
+  for (const result of results.slice(2)) console.log(`${result.name}: ${(((result.cpu - pg) / pg) * 100).toFixed(0)} % CPU per step over one process on PostgreSQL`)
+  const over = yield* failover
+  console.log(`failover (3 replicas, 500 ms model calls, kill -9 of one, lock expiry 10 s): longest wait for a session's next model call ${(over.longest / 1000).toFixed(1)} s; all sessions finished in ${(over.wall / 1000).toFixed(1)} s`)
+})
+
+Effect.runPromise(Effect.scoped(main)).catch((error) => {
+  console.error(error)
+  process.exit(1)
+})
