@@ -7,6 +7,9 @@
 /** Keys (identifiers, not patterns) whose string values are credentials wherever they appear. */
 const SECRET_KEY = /^[\w-]*(api[-_]?key|secret|token|password|passwd|credential|authorization|private[-_]?key)[\w-]*$|^(auth|bearer|cookie)$/i
 
+/** Whether a key or an environment variable's name says it holds a credential (`OPENAI_API_KEY`, `GH_TOKEN`). */
+export const isSecretName = (name: string): boolean => SECRET_KEY.test(name)
+
 /** Records whose every value may be a credential: HTTP headers and an MCP server's environment. */
 const SECRET_RECORDS = new Set(["headers", "environment"])
 

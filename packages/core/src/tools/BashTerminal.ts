@@ -1,6 +1,7 @@
 // A bash command run in the editor's terminal (see EditorTerminal) instead of a local process:
 // the same endings as a local run (exit, timeout, abort), the editor's output as the result.
 import { Effect, Fiber } from "effect"
+import { isSecretName } from "../config/ConfigRedaction.js"
 import type { EditorTerminalShape, TerminalExit } from "../tool/EditorTerminal.js"
 import * as Tool from "../tool/Tool.js"
 
@@ -29,6 +30,14 @@ export interface TerminalRun {
   readonly killGraceMs: number
 }
 
+/**
+ * The environment sent to the editor for its terminal: the runtime's, without the variables whose names
+ * say they hold a credential (provider keys, tokens). They would travel over the protocol and could show in
+ * the editor's logs; the terminal still has the editor's own environment.
+ */
+export const terminalEnv = (env: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(env).filter(([name]) => !isSecretName(name)))
+
 const fail = (detail: string) => new Tool.ToolExecutionError({ tool: TOOL, detail })
 
 /** A request to an editor that is gone must not hold the call: at most this long. */
@@ -44,7 +53,7 @@ export const runInTerminal = (terminals: EditorTerminalShape, ctx: Tool.ToolCont
     terminals.create(ctx.sessionID, {
       commandLine: run.command,
       cwd: run.cwd,
-      env: run.env,
+      env: terminalEnv(run.env),
       outputByteLimit: run.outputByteLimit
     }).pipe(
       // Acquiring cannot be interrupted: an editor that never answers must not hold the call (or a cancel).

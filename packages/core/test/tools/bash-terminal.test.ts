@@ -91,6 +91,16 @@ describe("bash in an editor's terminal", () => {
       expect(started[0]).toMatchObject({ released: true, killed: false, command: { commandLine: "echo out; echo err >&2; exit 4", cwd: os.tmpdir() } })
     }))
 
+  it.live("the editor gets the environment without credentials: the command sees plain variables, not provider keys", () =>
+    Effect.gen(function*() {
+      const { port, started } = editorTerminals()
+      const { context } = TestToolContext.make()
+      const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", PROJECT_FLAVOUR: "plain", OPENAI_API_KEY: "sk-test-0123456789", GH_TOKEN: "ghp_x", DB_PASSWORD: "pw" }
+      const result = yield* runInTerminal(port, context, run("echo \"flavour=$PROJECT_FLAVOUR key=$OPENAI_API_KEY gh=$GH_TOKEN pw=$DB_PASSWORD\"", { env }))
+      expect(result.text).toBe("flavour=plain key= gh= pw=\n")
+      expect(Object.keys(started[0]!.command.env).sort()).toEqual(["PATH", "PROJECT_FLAVOUR"])
+    }))
+
   it.live("output the editor dropped is said to be missing; what is left is the end", () =>
     Effect.gen(function*() {
       const { port } = editorTerminals()
