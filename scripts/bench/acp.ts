@@ -10,9 +10,13 @@
  * - per-step overhead: the median, over the steps, of the time from the end of one model answer
  *   to the arrival of the next model call (the tool call and everything around it; ACP adds its
  *   updates to the editor);
+ * - CPU per step: the agent process's CPU time (all its threads, from /proc/PID/task/N/schedstat, in ns)
+ *   between the second model call and the last, per step; the figure that shared, loaded machines
+ *   disturb least;
  * - peak RSS of the agent process (VmHWM, from /proc), at the end of the session.
  *
- * Run after `pnpm build`: `pnpm bench:acp`. Target (issue 25): ACP adds ≤ 2 ms per step and ≤ 20 MiB.
+ * Run after `pnpm build`: `pnpm bench:acp` (BENCH_ACP_ROUNDS, BENCH_ACP_STEPS; BENCH_ACP_PROF=dir writes CPU
+ * profiles of both processes under dir/run and dir/acp). Target (issue 25): ACP adds ≤ 2 ms per step and ≤ 20 MiB.
  */
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import * as Acp from "@agentclientprotocol/sdk"
@@ -26,7 +30,7 @@ import { fileURLToPath } from "node:url"
 import { type ModelCall, modelProxy } from "./ModelProxy.js"
 
 const bin = fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
-const STEPS = 20
+const STEPS = Number(process.env.BENCH_ACP_STEPS ?? 20)
 const ROUNDS = Number(process.env.BENCH_ACP_ROUNDS ?? 3)
 
 const median = (values: ReadonlyArray<number>) => {
@@ -38,6 +42,20 @@ const mib = (bytes: number) => bytes / 1024 / 1024
 const cpuMsOf = (pid: number) => {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return (Number(fields[11]) + Number(fields[12])) * 10
+}
+/** CPU time (ms, ns precision) of all the threads of a process so far; 0 once it is gone. */
+const threadsCpuMsOf = (pid: number) => {
+  try {
+    return fs.readdirSync(`/proc/${pid}/task`).reduce((sum, task) => {
+      try {
+        return sum + Number(fs.readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]) / 1e6
+      } catch {
+        return sum // the thread ended meanwhile
+      }
+    }, 0)
+  } catch {
+    return 0
+  }
 }
 const peakRssOf = (pid: number) => {
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
@@ -58,6 +76,8 @@ interface Measure {
   readonly peakRss: number
   /** The agent process's CPU time for the session (ACP: from the prompt; run: the whole process). */
   readonly cpu: number
+  /** The agent's CPU time per step, from the second model call to the last. */
+  readonly cpuPerStep: number
 }
 
 /** A temporary home and project whose model is `url`. */
@@ -78,14 +98,23 @@ const makeProject = (url: string) => {
 }
 
 /** The model calls of the session, in order, as the proxy saw them. */
-const perStep = (calls: ReadonlyArray<ModelCall<true>>) =>
+const perStep = (calls: ReadonlyArray<Call>) =>
   median(calls.slice(1).map((call, i) => call.arrived - calls[i]!.answered))
+const cpuPerStep = (calls: ReadonlyArray<Call>) => (calls[calls.length - 1]!.tag.cpu - calls[1]!.tag.cpu) / (calls.length - 2)
 
-const viaRun = (url: string, calls: Array<ModelCall<true>>) =>
+/** A model call, tagged with the agent's CPU time when it arrived. */
+type Call = ModelCall<{ readonly cpu: number }>
+/** The agent process, once started: the proxy reads its CPU time as each model call arrives. */
+interface Agent {
+  pid: number | undefined
+}
+
+const viaRun = (url: string, calls: Array<Call>, agent: Agent) =>
   Effect.promise(() => {
     const { root, project, env } = makeProject(url)
     return new Promise<Measure>((resolve, reject) => {
-      const child = spawn(process.execPath, [bin, "run", "--format", "json", "read the notes"], { cwd: project, env, stdio: ["ignore", "pipe", "pipe"] })
+      const child = spawn(process.execPath, [...(process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", path.join(process.env.BENCH_ACP_PROF, "run")] : []), bin, "run", "--format", "json", "read the notes"], { cwd: project, env, stdio: ["ignore", "pipe", "pipe"] })
+      agent.pid = child.pid
       let firstLine = 0
       let peak = 0
       let cpu = 0
@@ -100,15 +129,16 @@ const viaRun = (url: string, calls: Array<ModelCall<true>>) =>
         clearInterval(poll)
         fs.rmSync(root, { recursive: true, force: true })
         if (code !== 0 || calls.length !== STEPS) return reject(new Error(`agent run exited ${code} after ${calls.length} model calls: ${stderr}`))
-        resolve({ firstUpdate: firstLine - calls[0]!.answered, perStep: perStep(calls), peakRss: peak, cpu })
+        resolve({ firstUpdate: firstLine - calls[0]!.answered, perStep: perStep(calls), peakRss: peak, cpu, cpuPerStep: cpuPerStep(calls) })
       })
     })
   })
 
-const viaAcp = (url: string, calls: Array<ModelCall<true>>) =>
+const viaAcp = (url: string, calls: Array<Call>, agent: Agent) =>
   Effect.promise(async () => {
     const { root, project, env } = makeProject(url)
-    const child = spawn(process.execPath, [...(process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_ACP_PROF] : []), bin, "acp"], { cwd: project, env, stdio: ["pipe", "pipe", "inherit"] })
+    const child = spawn(process.execPath, [...(process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", path.join(process.env.BENCH_ACP_PROF, "acp")] : []), bin, "acp"], { cwd: project, env, stdio: ["pipe", "pipe", "inherit"] })
+    agent.pid = child.pid
     let firstUpdate = 0
     const app = Acp.client({ name: "bench" }).onNotification("session/update", ({ params }) => {
       if (params.update.sessionUpdate !== "available_commands_update") firstUpdate ||= performance.now()
@@ -127,7 +157,7 @@ const viaAcp = (url: string, calls: Array<ModelCall<true>>) =>
       if (response.stopReason !== "end_turn" || calls.length !== STEPS) throw new Error(`agent acp: ${response.stopReason} after ${calls.length} model calls`)
       const peakRss = peakRssOf(child.pid!)
       const cpu = cpuMsOf(child.pid!) - cpuBefore
-      return { firstUpdate: firstUpdate - calls[0]!.answered, promptToFirstUpdate: firstUpdate - sent, perStep: perStep(calls), peakRss, cpu }
+      return { firstUpdate: firstUpdate - calls[0]!.answered, promptToFirstUpdate: firstUpdate - sent, perStep: perStep(calls), peakRss, cpu, cpuPerStep: cpuPerStep(calls) }
     } finally {
       child.stdin.end()
       await new Promise((resolve) => child.once("exit", resolve))
@@ -136,11 +166,13 @@ const viaAcp = (url: string, calls: Array<ModelCall<true>>) =>
   })
 
 /** One session through `run`: a fresh model server and proxy, tool-calling requests recorded. */
-const once = (run: (url: string, calls: Array<ModelCall<true>>) => Effect.Effect<Measure>) =>
+const once = (run: (url: string, calls: Array<Call>, agent: Agent) => Effect.Effect<Measure>) =>
   Effect.scoped(Effect.gen(function*() {
     const model = yield* MockOpenAIServer.start(Array.from({ length: STEPS + 10 }, () => turn))
-    const proxy = yield* modelProxy(model.url, ({ body }) => (body.includes('"tools":') ? true as const : undefined))
-    return yield* run(proxy.url, proxy.calls)
+    const agent: Agent = { pid: undefined }
+    const proxy = yield* modelProxy(model.url, ({ body }) =>
+      body.includes('"tools":') ? { cpu: agent.pid === undefined ? 0 : threadsCpuMsOf(agent.pid) } : undefined)
+    return yield* run(proxy.url, proxy.calls, agent)
   }))
 
 const report = (name: string, measures: ReadonlyArray<Measure>) => {
@@ -148,9 +180,10 @@ const report = (name: string, measures: ReadonlyArray<Measure>) => {
   const step = median(measures.map((m) => m.perStep))
   const rss = median(measures.map((m) => m.peakRss))
   const cpu = median(measures.map((m) => m.cpu))
+  const stepCpu = median(measures.map((m) => m.cpuPerStep))
   const prompt = measures[0]?.promptToFirstUpdate === undefined ? "" : `, prompt to first update ${median(measures.map((m) => m.promptToFirstUpdate!)).toFixed(1)} ms`
-  console.log(`${name.padEnd(10)} first update ${firstUpdate.toFixed(1)} ms after the model's answer${prompt}; per step ${step.toFixed(2)} ms; CPU ${cpu} ms; peak RSS ${mib(rss).toFixed(0)} MiB`)
-  return { step, rss }
+  console.log(`${name.padEnd(10)} first update ${firstUpdate.toFixed(1)} ms after the model's answer${prompt}; per step ${step.toFixed(2)} ms (CPU ${stepCpu.toFixed(2)} ms); CPU ${cpu} ms; peak RSS ${mib(rss).toFixed(0)} MiB`)
+  return { step, rss, stepCpu }
 }
 
 const program = Effect.gen(function*() {
@@ -166,7 +199,7 @@ const program = Effect.gen(function*() {
   const b = report("agent acp", acp)
   const addedStep = b.step - a.step
   const addedRss = mib(b.rss - a.rss)
-  console.log(`acp adds ${addedStep.toFixed(2)} ms per step (target ≤ 2) and ${addedRss.toFixed(1)} MiB peak RSS (target ≤ 20)`)
+  console.log(`acp adds ${addedStep.toFixed(2)} ms per step (target ≤ 2), ${(b.stepCpu - a.stepCpu).toFixed(2)} ms of CPU per step, and ${addedRss.toFixed(1)} MiB peak RSS (target ≤ 20)`)
 })
 
 Effect.runPromise(program).catch((error) => {
