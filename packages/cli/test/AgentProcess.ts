@@ -1,5 +1,6 @@
 import { MockOpenAIServer, TestInstance } from "@agent/testing"
-import { Effect } from "effect"
+import { afterAll, beforeAll } from "@effect/vitest"
+import { Effect, Exit, Scope } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
@@ -245,3 +246,20 @@ export const readOnly = (target: string) =>
     }),
     (undo) => Effect.sync(undo)
   )
+
+/**
+ * What the tests of a file share (a model, a server), built before the first and closed after the last:
+ * `const shared = forFile(build)` at the top, `shared()` in a test.
+ */
+export const forFile = <A, E>(build: Effect.Effect<A, E, Scope.Scope>, timeoutMs = 60_000): () => A => {
+  const scope = Effect.runSync(Scope.make())
+  let built: { readonly value: A } | undefined
+  beforeAll(async () => {
+    built = { value: await Effect.runPromise(build.pipe(Scope.extend(scope))) }
+  }, timeoutMs)
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+  return () => {
+    if (built === undefined) throw new Error("the file's shared set-up was not built: see the beforeAll failure")
+    return built.value
+  }
+}

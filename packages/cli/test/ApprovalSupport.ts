@@ -68,3 +68,15 @@ export const httpServer = (handle: (body: string, request: http.IncomingMessage,
     })))
   )
 
+
+/** A local HTTP server that keeps each JSON body posted to it and answers `status`, with `answer` as JSON if given. */
+export const recordingServer = (status: number, answer?: object) =>
+  Effect.gen(function*() {
+    const bodies: Array<Record<string, any>> = []
+    const { url } = yield* httpServer((body, _request, response) => {
+      bodies.push(JSON.parse(body))
+      if (answer === undefined) response.writeHead(status).end()
+      else response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(answer))
+    })
+    return { url, bodies }
+  })

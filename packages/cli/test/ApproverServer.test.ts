@@ -1,9 +1,9 @@
 // `agent run --approver` against a real `agent serve` (password-protected), through the built CLI:
 // answered there, rejected with a message, the timeout and both fallbacks, a server down or stopping.
 import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
-import { agent, events, project, type Served, serve } from "./AgentProcess.js"
+import { agent, events, forFile, project, type Served, serve } from "./AgentProcess.js"
 import { answerOn, closedPort, env, PASSWORD, pendingOn } from "./ApprovalSupport.js"
 
 const { toolCall } = ScriptedModel
@@ -17,27 +17,20 @@ interface Shared {
   readonly box: TestInstance.Sandbox
 }
 
-const scope = Effect.runSync(Scope.make())
-let shared: Shared
-
-beforeAll(async () => {
-  shared = await Effect.runPromise(
-    Effect.gen(function*() {
-      const model = yield* MockOpenAIServer.start()
-      const approverBox = yield* project(model.url)
-      const served = yield* serve(approverBox, [], { AGENT_SERVER_PASSWORD: PASSWORD })
-      const box = yield* project(model.url, { permission: { read: "ask" } }, { "project/secret.txt": "the secret is 42\n" })
-      return { model, served, box }
-    }).pipe(Scope.extend(scope))
-  )
-}, 60_000)
-
-afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+const shared = forFile<Shared, unknown>(
+  Effect.gen(function*() {
+    const model = yield* MockOpenAIServer.start()
+    const approverBox = yield* project(model.url)
+    const served = yield* serve(approverBox, [], { AGENT_SERVER_PASSWORD: PASSWORD })
+    const box = yield* project(model.url, { permission: { read: "ask" } }, { "project/secret.txt": "the secret is 42\n" })
+    return { model, served, box }
+  })
+)
 
 describe("agent run --approver (an agent serve answers)", () => {
   it.live("answered once there: the tool runs; the ask was listed like the server's own, then taken off", () =>
     Effect.gen(function*() {
-      const { model, served, box } = shared
+      const { model, served, box } = shared()
       model.push([toolCall("read", { filePath: "secret.txt" })], "It says 42.")
       const [result, ask] = yield* Effect.all([
         agent(box, ["run", "--approver", served.url, "--format", "json", "read the secret"], { env }),
@@ -54,7 +47,7 @@ describe("agent run --approver (an agent serve answers)", () => {
 
   it.live("rejected with a message there: the model reads the message and goes on; the denial names the person", () =>
     Effect.gen(function*() {
-      const { model, served, box } = shared
+      const { model, served, box } = shared()
       const before = model.requests.length
       model.push([toolCall("read", { filePath: "secret.txt" })], "Understood, I will not read it.")
       const [result] = yield* Effect.all([
@@ -76,7 +69,7 @@ describe("agent run --approver (an agent serve answers)", () => {
 
   it.live("nobody answers in time: fallback deny (exit 3, a clear line), and the server no longer lists the ask", () =>
     Effect.gen(function*() {
-      const { model, served, box } = shared
+      const { model, served, box } = shared()
       model.push([toolCall("read", { filePath: "secret.txt" })])
       const result = yield* agent(box, ["run", "--approver", served.url, "--approver-timeout", "1", "--format", "json", "read the secret"], { env })
       expect(result.code, result.stderr).toBe(3)
@@ -92,7 +85,7 @@ describe("agent run --approver (an agent serve answers)", () => {
 
   it.live("fallback allow, when configured: an unanswered ask runs", () =>
     Effect.gen(function*() {
-      const { model, served, box } = shared
+      const { model, served, box } = shared()
       model.push([toolCall("read", { filePath: "secret.txt" })], "It says 42.")
       const result = yield* agent(
         box,
@@ -106,7 +99,7 @@ describe("agent run --approver (an agent serve answers)", () => {
 
   it.live("a server that is down, or refuses the credentials: a clear line, then the fallback (deny: exit 3)", () =>
     Effect.gen(function*() {
-      const { model, served, box } = shared
+      const { model, served, box } = shared()
       const down = `http://127.0.0.1:${yield* closedPort}`
       model.push([toolCall("read", { filePath: "secret.txt" })])
       const result = yield* agent(box, ["run", "--approver", down, "--format", "json", "read the secret"], { env })
@@ -122,7 +115,7 @@ describe("agent run --approver (an agent serve answers)", () => {
 
   it.scopedLive("the server stops while it holds the ask: the run hears it at once and falls back", () =>
     Effect.gen(function*() {
-      const { model } = shared
+      const { model } = shared()
       const approverBox = yield* project(model.url)
       const box = yield* project(model.url, { permission: { read: "ask" } }, { "project/secret.txt": "x\n" })
       const stopping = yield* Scope.make()

@@ -1,9 +1,9 @@
 // The webhook approver against a local HTTP server, the approver's usage errors, and what a JSON
 // run says of its policy (init, permission_denials), through the built CLI.
 import { MockOpenAIServer, ScriptedModel, type TestInstance } from "@agent/testing"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
-import { agent, events, project, type Served, serve } from "./AgentProcess.js"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { agent, events, forFile, project, type Served, serve } from "./AgentProcess.js"
 import { auth, env, httpServer, PASSWORD } from "./ApprovalSupport.js"
 
 const { toolCall } = ScriptedModel
@@ -14,26 +14,19 @@ interface Shared {
   readonly box: TestInstance.Sandbox
 }
 
-const scope = Effect.runSync(Scope.make())
-let shared: Shared
-
-beforeAll(async () => {
-  shared = await Effect.runPromise(
-    Effect.gen(function*() {
-      const model = yield* MockOpenAIServer.start()
-      const served = yield* serve(yield* project(model.url), [], { AGENT_SERVER_PASSWORD: PASSWORD })
-      const box = yield* project(model.url, { permission: { read: "ask" } })
-      return { model, served, box }
-    }).pipe(Scope.extend(scope))
-  )
-}, 60_000)
-
-afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+const shared = forFile<Shared, unknown>(
+  Effect.gen(function*() {
+    const model = yield* MockOpenAIServer.start()
+    const served = yield* serve(yield* project(model.url), [], { AGENT_SERVER_PASSWORD: PASSWORD })
+    const box = yield* project(model.url, { permission: { read: "ask" } })
+    return { model, served, box }
+  })
+)
 
 describe("the webhook approver (permission.approver.webhook)", () => {
   it.scopedLive("is POSTed the ask and answers in its response", () =>
     Effect.gen(function*() {
-      const { model } = shared
+      const { model } = shared()
       const bodies: Array<Record<string, any>> = []
       const hook = yield* httpServer((body, request, response) => {
         bodies.push({ ...JSON.parse(body), token: request.headers["x-token"] })
@@ -69,7 +62,7 @@ describe("the webhook approver (permission.approver.webhook)", () => {
 
   it.scopedLive("with a server too: the webhook gets the link to the held ask, and the answer goes through the server", () =>
     Effect.gen(function*() {
-      const { model, served } = shared
+      const { model, served } = shared()
       const bodies: Array<Record<string, any>> = []
       const replies: Array<number> = []
       // Takes the ask (202, no answer), then answers it as a person would: through the server's reply route.
@@ -97,7 +90,7 @@ describe("the webhook approver (permission.approver.webhook)", () => {
 
   it.scopedLive("a webhook that fails, with no server: a clear line, fallback deny", () =>
     Effect.gen(function*() {
-      const { model } = shared
+      const { model } = shared()
       const hook = yield* httpServer((_body, _request, response) => response.writeHead(500).end("broken"))
       const box = yield* project(model.url, { permission: { read: "ask", approver: { webhook: hook.url } } }, { "project/secret.txt": "x\n" })
       model.push([toolCall("read", { filePath: "secret.txt" })])
@@ -110,7 +103,7 @@ describe("the webhook approver (permission.approver.webhook)", () => {
 describe("the approver flags", () => {
   it.live("bad flags are usage errors (exit 2)", () =>
     Effect.gen(function*() {
-      const { box } = shared
+      const { box } = shared()
       const noApprover = yield* agent(box, ["run", "--approver-timeout", "5", "hello"])
       expect(noApprover.code).toBe(2)
       expect(noApprover.stderr).toContain("--approver-timeout and --approver-fallback need an approver")
@@ -126,7 +119,7 @@ describe("the approver flags", () => {
 describe("what a JSON run says of its policy", () => {
   it.scopedLive("init first (session, model, agent, tools, MCP servers, hooks, permission mode); a rule's denial names its file", () =>
     Effect.gen(function*() {
-      const { model } = shared
+      const { model } = shared()
       const box = yield* project(model.url, { permission: { read: { "*.env": "deny" } } }, { "project/app.env": "KEY=1\n" })
       model.push([toolCall("read", { filePath: "app.env" })], "Could not read it.")
       const result = yield* agent(box, ["run", "--format", "json", "read app.env"])

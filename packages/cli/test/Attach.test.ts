@@ -1,9 +1,9 @@
 import { MockOpenAIServer, ScriptedModel, TestInstance } from "@agent/testing"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
 import * as fs from "node:fs"
-import * as net from "node:net"
-import { agent, events, project, type Served, serve, terminal } from "./AgentProcess.js"
+import { agent, events, forFile, project, type Served, serve, terminal } from "./AgentProcess.js"
+import { closedPort } from "./ApprovalSupport.js"
 
 const { text, toolCall } = ScriptedModel
 
@@ -17,41 +17,24 @@ interface Shared {
   readonly client: TestInstance.Sandbox
 }
 
-const scope = Effect.runSync(Scope.make())
-let shared: Shared
-
-beforeAll(async () => {
-  shared = await Effect.runPromise(
-    Effect.gen(function*() {
-      const model = yield* MockOpenAIServer.start()
-      const server = yield* project(
-        model.url,
-        { permission: { bash: "ask" }, command: { greet: { template: "Say hello to $ARGUMENTS." } } },
-        { "project/notes.txt": "hello\n" }
-      )
-      const served = yield* serve(server)
-      const client = yield* TestInstance.sandbox({ files: { "project/brief.md": "the brief\n" } })
-      return { model, served, server, client }
-    }).pipe(Scope.extend(scope))
-  )
-}, 60_000)
-
-afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
-
-/** A port nothing listens on. */
-const closedPort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as net.AddressInfo
-      probe.close(() => resolve(port))
-    })
+const shared = forFile<Shared, unknown>(
+  Effect.gen(function*() {
+    const model = yield* MockOpenAIServer.start()
+    const server = yield* project(
+      model.url,
+      { permission: { bash: "ask" }, command: { greet: { template: "Say hello to $ARGUMENTS." } } },
+      { "project/notes.txt": "hello\n" }
+    )
+    const served = yield* serve(server)
+    const client = yield* TestInstance.sandbox({ files: { "project/brief.md": "the brief\n" } })
+    return { model, served, server, client }
   })
 )
 
 describe("agent run --attach", () => {
   it.live("runs a tool session on the server: the answer on stdout, the session in the server's database", () =>
     Effect.gen(function*() {
-      const { model, served, server, client } = shared
+      const { model, served, server, client } = shared()
       model.push([text("Reading."), toolCall("read", { filePath: "notes.txt" })], "The notes say hello.")
       const result = yield* agent(client, ["run", "--attach", served.url, "--title", "Attached notes", "what do the notes say?"])
       expect(result.code, result.stderr).toBe(0)
@@ -66,7 +49,7 @@ describe("agent run --attach", () => {
 
   it.live("--format json prints the local run's event shapes and a result; -f files are sent along", () =>
     Effect.gen(function*() {
-      const { model, served, client } = shared
+      const { model, served, client } = shared()
       const before = model.requests.length
       model.push([text("Reading."), toolCall("read", { filePath: "notes.txt" })], "The notes say hello.")
       const result = yield* agent(client, ["run", "--attach", served.url, "--format", "json", "-f", "brief.md", "what do the notes say?"])
@@ -83,7 +66,7 @@ describe("agent run --attach", () => {
 
   it.live("--command runs the server's command with the message as its arguments", () =>
     Effect.gen(function*() {
-      const { model, served, client } = shared
+      const { model, served, client } = shared()
       const before = model.requests.length
       model.push("Hello, world.")
       const result = yield* agent(client, ["run", "--attach", served.url, "--title", "Greeting", "--command", "greet", "world"])
@@ -94,7 +77,7 @@ describe("agent run --attach", () => {
 
   it.live("without a terminal a permission ask is rejected on the server: a stderr line, exit 3", () =>
     Effect.gen(function*() {
-      const { model, served, client } = shared
+      const { model, served, client } = shared()
       const before = model.requests.length
       model.push([toolCall("bash", { command: "make", description: "Build" })])
       const result = yield* agent(client, ["run", "--attach", served.url, "--format", "json", "build it"])
@@ -106,7 +89,7 @@ describe("agent run --attach", () => {
 
   it.live("Ctrl-C aborts the run on the server: result event, exit 130", () =>
     Effect.gen(function*() {
-      const { model, served, client } = shared
+      const { model, served, client } = shared()
       model.push([text("Starting a long think."), ScriptedModel.delay(20_000), text("never")])
       const result = yield* agent(client, ["run", "--attach", served.url, "--format", "json", "think hard"], {
         signalAfter: (stdout) => stdout.includes("step_start")
@@ -120,7 +103,7 @@ describe("agent run --attach", () => {
 
   it.live("a server that cannot be reached is an error naming its url (exit 1); usage errors exit 2", () =>
     Effect.gen(function*() {
-      const { served, client } = shared
+      const { served, client } = shared()
       const url = `http://127.0.0.1:${yield* closedPort}`
       const result = yield* agent(client, ["run", "--attach", url, "hello"])
       expect(result.code).toBe(1)
@@ -139,7 +122,7 @@ describe("agent run --attach", () => {
 
   it.scopedLive("on a terminal without colors: live text and tool lines, no escape sequences", () =>
     Effect.gen(function*() {
-      const { model, served, client } = shared
+      const { model, served, client } = shared()
       model.push([text("Reading."), toolCall("read", { filePath: "notes.txt" })], "The notes say hello.")
       const user = yield* terminal(client, ["run", "--attach", served.url, "what do the notes say?"], { TERM: "xterm-256color", NO_COLOR: "1" })
       yield* user.waitFor(/Reading\./)

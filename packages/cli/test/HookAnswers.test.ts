@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import { agent, events, project } from "./AgentProcess.js"
-import { httpServer } from "./ApprovalSupport.js"
+import { httpServer, recordingServer } from "./ApprovalSupport.js"
 import { pythonHook, runsOf, shellHook } from "./HookScripts.js"
 
 const { finish, text, toolCall } = ScriptedModel
@@ -97,11 +97,8 @@ describe("the PermissionRequest hook in front of the approver", () => {
   it.scopedLive("a PermissionRequest hook that times out fails open: the ask goes on to the approver, whose answer runs the call", () =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([[bash("echo approved > ok.txt")], "Done."])
-      const asks: Array<Record<string, any>> = []
-      const webhook = yield* httpServer((body, _request, response) => {
-        asks.push(JSON.parse(body))
-        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ reply: "once" }))
-      })
+      const webhook = yield* recordingServer(200, { reply: "once" })
+      const asks = webhook.bodies
       const box = yield* project(server.url, { permission: { bash: "ask", approver: { webhook: webhook.url, timeout: 30 } } })
       setHooks(box, { PermissionRequest: [group(shellHook(box, "slow", "sleep 5"), "Bash", { timeout: 1 })] })
       const result = yield* agent(box, ["run", "--format", "json", "approve it"])

@@ -1,26 +1,19 @@
 // `notify` through the built CLI: retries with backoff against a local server that fails at first,
 // and a run that never waits on a webhook that hangs.
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
-import { agent, project } from "./AgentProcess.js"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { agent, forFile, project } from "./AgentProcess.js"
 import { httpServer } from "./ApprovalSupport.js"
 
 const { toolCall } = ScriptedModel
 
-const scope = Effect.runSync(Scope.make())
-let shared: { readonly model: MockOpenAIServer.MockOpenAIServer }
-
-beforeAll(async () => {
-  shared = await Effect.runPromise(Effect.map(MockOpenAIServer.start(), (model) => ({ model })).pipe(Scope.extend(scope)))
-}, 60_000)
-
-afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+const shared = forFile(Effect.map(MockOpenAIServer.start(), (model) => ({ model })))
 
 describe("notify", () => {
   it.scopedLive("retries a failing webhook with backoff until it takes the notification", () =>
     Effect.gen(function*() {
-      const { model } = shared
+      const { model } = shared()
       const attempts: Array<{ readonly at: number; readonly body: string; readonly type: string | undefined }> = []
       const hook = yield* httpServer((body, request, response) => {
         attempts.push({ at: Date.now(), body, type: request.headers["content-type"] })
@@ -42,7 +35,7 @@ describe("notify", () => {
 
   it.scopedLive("never blocks the run: asks are posted while a webhook hangs; the run ends on time with its own exit code", () =>
     Effect.gen(function*() {
-      const { model } = shared
+      const { model } = shared()
       const seen: Array<string> = []
       // Takes every request and never answers.
       const hook = yield* httpServer((body) => void seen.push(JSON.parse(body).event))

@@ -4,7 +4,7 @@ import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { agent, events, project, serve } from "./AgentProcess.js"
-import { answerOn, auth, env, httpServer, PASSWORD } from "./ApprovalSupport.js"
+import { answerOn, auth, env, httpServer, PASSWORD, recordingServer } from "./ApprovalSupport.js"
 
 const { toolCall } = ScriptedModel
 
@@ -49,11 +49,8 @@ describe("agent serve: notify and the approver for the sessions it runs", () => 
         void fetch(ask.reply_url, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ reply: "once" }) })
           .then((reply) => replies.push(reply.status))
       })
-      const notified: Array<Record<string, any>> = []
-      const notify = yield* httpServer((body, _request, response) => {
-        notified.push(JSON.parse(body))
-        response.writeHead(200).end()
-      })
+      const notify = yield* recordingServer(200)
+      const notified = notify.bodies
       const box = yield* project(
         model.url,
         { permission: { read: "ask", approver: { webhook: webhook.url, timeout: 60 } }, notify: notify.url },
@@ -79,12 +76,9 @@ describe("agent serve: notify and the approver for the sessions it runs", () => 
   it.scopedLive("a client answers first: the approver's hold is withdrawn, no fallback after the timeout", () =>
     Effect.gen(function*() {
       const model = yield* MockOpenAIServer.start()
-      const asks: Array<Record<string, any>> = []
       // Takes the ask and never answers.
-      const webhook = yield* httpServer((body, _request, response) => {
-        asks.push(JSON.parse(body))
-        response.writeHead(202).end()
-      })
+      const webhook = yield* recordingServer(202)
+      const asks = webhook.bodies
       const box = yield* project(model.url, { permission: { read: "ask", approver: { webhook: webhook.url, timeout: 2 } } }, { "project/secret.txt": "x\n" })
       const served = yield* serve(box, [], { AGENT_SERVER_PASSWORD: PASSWORD })
       model.push([toolCall("read", { filePath: "secret.txt" })], "Read it.")
@@ -101,17 +95,11 @@ describe("agent serve: notify and the approver for the sessions it runs", () => 
   it.scopedLive("agent run --attach with no terminal: the server's approver holds the ask; unanswered, its fallback denies (exit 3, the denial says timeout)", () =>
     Effect.gen(function*() {
       const model = yield* MockOpenAIServer.start()
-      const asks: Array<Record<string, any>> = []
       // Takes the ask with no answer in its response: a person would answer through the link.
-      const webhook = yield* httpServer((body, _request, response) => {
-        asks.push(JSON.parse(body))
-        response.writeHead(200).end()
-      })
-      const notified: Array<Record<string, any>> = []
-      const notify = yield* httpServer((body, _request, response) => {
-        notified.push(JSON.parse(body))
-        response.writeHead(200).end()
-      })
+      const webhook = yield* recordingServer(200)
+      const asks = webhook.bodies
+      const notify = yield* recordingServer(200)
+      const notified = notify.bodies
       // The webhook's url is a secret from the environment: the server masks it in GET /config.
       const box = yield* project(
         model.url,
