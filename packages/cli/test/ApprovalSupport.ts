@@ -1,4 +1,5 @@
 // What the approval tests share: a real HTTP server of the test's own, and an approver's answers.
+import { TestNet } from "@agent/testing"
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import * as http from "node:http"
@@ -40,14 +41,7 @@ export const answerOn = (url: string, body: { reply: string; message?: string })
   })
 
 /** A port nothing listens on. */
-export const closedPort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as net.AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
-)
+export const closedPort = TestNet.freePort
 
 /** A local HTTP server: `handle` answers each request (with its body read); closed with the scope. */
 export const httpServer = (handle: (body: string, request: http.IncomingMessage, response: http.ServerResponse) => void) =>

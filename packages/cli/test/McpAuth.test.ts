@@ -1,21 +1,14 @@
-import { OAuthMcpServer, TestInstance } from "@agent/testing"
+import { OAuthMcpServer, TestInstance, TestNet } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import { fileURLToPath } from "node:url"
 
 // The built CLI, as a user runs it (`pnpm test` builds before testing).
 const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
 
-const freePort = Effect.async<number>((resume) => {
-  const server = net.createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const port = (server.address() as net.AddressInfo).port
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
+const { freePort } = TestNet
 
 /**
  * Starts `agent <args>` without blocking (the OAuth server runs in this process), killed when

@@ -1,23 +1,14 @@
-import { MockOpenAIServer, ScriptedModel, TestDatabase } from "@agent/testing"
+import { MockOpenAIServer, ScriptedModel, TestDatabase, TestNet } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import { agent, events, project, serve } from "./AgentProcess.js"
 
 // The CLI over PostgreSQL (AGENT_DATABASE_URL or config `database.url`), and sessions moved between
 // a SQLite file and PostgreSQL with `session export` / `session import`, both ways.
 
-const freePort = () =>
-  Effect.promise(() =>
-    new Promise<number>((resolve) => {
-      const server = net.createServer()
-      server.listen(0, "127.0.0.1", () => {
-        const { port } = server.address() as net.AddressInfo
-        server.close(() => resolve(port))
-      })
-    })
-  )
+const freePort = () => TestNet.freePort
+
 
 const json = (url: string, init?: RequestInit) => Effect.promise(() => fetch(url, init).then((response) => response.json() as Promise<any>))
 

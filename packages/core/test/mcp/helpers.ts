@@ -1,10 +1,9 @@
 import { Agent, type BusEvent, type MessageID, type SessionID } from "@agent/domain"
 import { DeniedError } from "@agent/domain"
-import { TestInstance } from "@agent/testing"
+import { TestInstance, TestNet } from "@agent/testing"
 import { expect } from "@effect/vitest"
 import { Context, Duration, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { spawn } from "node:child_process"
-import * as net from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Bus } from "../../src/runtime/Bus.js"
@@ -128,14 +127,7 @@ export const isAlive = (pid: number) => {
   }
 }
 
-export const freePort = Effect.async<number>((resume) => {
-  const server = net.createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
+export const freePort = TestNet.freePort
 
 /**
  * Starts the everything server over HTTP (`streamableHttp` or `sse`) on a free port as a

@@ -1,10 +1,9 @@
-import { TestData, TestDatabase, TestInstance } from "@agent/testing"
+import { TestData, TestDatabase, TestInstance, TestNet } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Redacted } from "effect"
-import * as net from "node:net"
 import * as Pg from "pg"
 import { ConfigService } from "../../src/config/ConfigService.js"
 import { Bus } from "../../src/runtime/Bus.js"
@@ -31,16 +30,8 @@ const buildFailure = <A>(layer: Layer.Layer<A>) =>
     return Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
   })
 
-const freePort = () =>
-  Effect.promise(() =>
-    new Promise<number>((resolve) => {
-      const server = net.createServer()
-      server.listen(0, "127.0.0.1", () => {
-        const { port } = server.address() as net.AddressInfo
-        server.close(() => resolve(port))
-      })
-    })
-  )
+const freePort = () => TestNet.freePort
+
 
 /** What Postgres.ts gives its client: BIGINT columns as numbers (pg gives strings). */
 const int8AsNumber = {
