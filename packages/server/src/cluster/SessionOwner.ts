@@ -2,7 +2,7 @@
 // process's loop, permission and question services, as one process does.
 import { Bus, type PromptInput, type PromptPartInput, QuestionService, PermissionService, SessionLoop, SessionStore } from "@agent/core"
 import type { Session, SessionID } from "@agent/domain"
-import { Effect, Stream } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import * as fs from "node:fs/promises"
 import { promptAction } from "./Handover.js"
 import { type PromptPayload, type PromptResult, SessionEntity } from "./SessionEntity.js"
@@ -42,7 +42,9 @@ const promptInput = (input: PromptPayload): PromptInput => ({
 
 /**
  * The tool calls running here, per session, from the bus (a handful of updates per call; only on
- * a replica): what a handover waits for.
+ * a replica): what a handover waits for. One per runner: the entities' build runs once per
+ * session, and a subscription there made every part update of every session reach every live
+ * session's tracker (50 sessions: 50 subscribers, half the replica's CPU; docs/performance.md).
  */
 const runningTools = Effect.gen(function*() {
   const bus = yield* Bus
@@ -73,9 +75,17 @@ const runningTools = Effect.gen(function*() {
  * run here is aborted, and the persisted prompt goes to the next owner, which resumes the run.
  */
 export const layer = (runner: string, graceMs: number, onTakeOver: (sessionID: string) => Effect.Effect<void>) =>
+  Layer.unwrapScoped(Effect.map(runningTools, (toolRunning) => entities(runner, graceMs, onTakeOver, toolRunning)))
+
+/** The entity's handlers; their build runs once for each session that comes to this replica. */
+const entities = (
+  runner: string,
+  graceMs: number,
+  onTakeOver: (sessionID: string) => Effect.Effect<void>,
+  toolRunning: (sessionID: string) => ReadonlySet<string>
+) =>
   SessionEntity.toLayer(
     Effect.gen(function*() {
-      const toolRunning = yield* runningTools
       const handOver = (sessionID: SessionID) =>
         Effect.gen(function*() {
           const deadline = Date.now() + graceMs
