@@ -28,6 +28,8 @@ import { modelProxy } from "./ModelProxy.js"
 import { cpuMsOf, startServe, statusOf, turn } from "./ServeProcess.js"
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50)
+/** BENCH_IDLE_SECONDS: how long each run first measures its servers idle (CPU per second per process); 0 skips it. */
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 0)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
 // BENCH_SERVER_BIN=packages/cli/dist/bin.js runs the unbundled build, whose profile names each library's files.
 const bin = process.env.BENCH_SERVER_BIN ?? fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
@@ -174,6 +176,8 @@ interface Result {
   readonly name: string
   readonly wall: number
   readonly cpu: number
+  /** Each process's CPU per second (ms) while idle, before the sessions start (BENCH_IDLE_SECONDS). */
+  readonly idle: Array<number> | undefined
   /** The PostgreSQL server's CPU over the run (ms), when the bench started the server. */
   readonly pgCpu: number | undefined
   readonly overhead: Array<number>
@@ -204,6 +208,12 @@ const run = (name: string, replicas: number | "sqlite" | "postgres") =>
       // The runners find each other and share the shards out.
       yield* Effect.sleep("4 seconds")
     }
+    let idle: Array<number> | undefined
+    if (IDLE_SECONDS > 0) {
+      const before = pids.map(cpuMsOf)
+      yield* Effect.sleep(`${IDLE_SECONDS} seconds`)
+      idle = pids.map((pid, index) => (cpuMsOf(pid) - before[index]!) / IDLE_SECONDS)
+    }
     const cpuBefore = pids.map(cpuMsOf)
     const pgBefore = postgresCpuMs(bench.postgresDir)
     const wall = yield* Effect.promise(() => drive(urls, proxy.calls, STEPS))
@@ -218,7 +228,7 @@ const run = (name: string, replicas: number | "sqlite" | "postgres") =>
     const peakRss = pids.map((pid) => statusOf(pid).peakRss)
     // A graceful stop when profiling: node writes the profile on exit.
     if (process.env.BENCH_SERVER_NODE_ARGS?.includes("--cpu-prof")) yield* Effect.promise(() => Promise.all(stops.map((stop) => stop())))
-    return { name, wall, cpu, pgCpu, overhead, peakRss } satisfies Result
+    return { name, wall, cpu, idle, pgCpu, overhead, peakRss } satisfies Result
   }))
 
 /** Three replicas, model calls of 500 ms, one replica killed once every session is under way. */
@@ -270,6 +280,7 @@ const main = Effect.gen(function*() {
       `${name.padEnd(24)} ${(steps / (result.wall / 1000)).toFixed(0).padStart(5)} steps/s  CPU ${(result.cpu / steps).toFixed(2)} ms/step  ` +
         `overhead p50 ${percentile(result.overhead, 50).toFixed(1)} ms p99 ${percentile(result.overhead, 99).toFixed(1)} ms  ` +
         `peak RSS ${result.peakRss.map(mib).join(" / ")} MiB` +
+        (result.idle ? `  idle CPU ${result.idle.map((ms) => ms.toFixed(1)).join(" / ")} ms/s` : "") +
         (result.pgCpu !== undefined && replicas !== "sqlite" ? `  (PostgreSQL server CPU ${(result.pgCpu / steps).toFixed(2)} ms/step)` : "")
     )
   }
