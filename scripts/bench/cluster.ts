@@ -184,7 +184,7 @@ interface Result {
   readonly peakRss: Array<number>
 }
 
-const run = (name: string, replicas: number | "sqlite" | "postgres") =>
+const run = (name: string, replicas: number | "sqlite" | "postgres" | "3p") =>
   Effect.scoped(Effect.gen(function*() {
     const dir = yield* tempDir
     const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn(STEPS)))
@@ -198,6 +198,19 @@ const run = (name: string, replicas: number | "sqlite" | "postgres") =>
       pids = [server.pid]
       urls = [server.url]
       stops = [server.stop]
+    } else if (replicas === "3p") {
+      // Three plain processes on one database (no cluster), each with its own project: what running
+      // several processes costs apart from the cluster (each reads the whole event log, as replicas do).
+      const databaseUrl = yield* TestDatabase.freshPostgres
+      const servers = yield* Effect.forEach([0, 1, 2], (index) =>
+        Effect.flatMap(Effect.sync(() => {
+          const home = path.join(dir, `p${index}`)
+          fs.mkdirSync(home)
+          return home
+        }), (home) => startServe(home, proxy.url, { env: { AGENT_DATABASE_URL: databaseUrl } })), { concurrency: "unbounded" })
+      pids = servers.map((server) => server.pid)
+      urls = servers.map((server) => server.url)
+      stops = servers.map((server) => server.stop)
     } else {
       project(dir, proxy.url)
       const databaseUrl = yield* TestDatabase.freshPostgres
@@ -268,9 +281,10 @@ const main = Effect.gen(function*() {
   }
   console.log(`bench:cluster: ${SESSIONS} sessions × ${STEPS} steps, model answering at once; ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(2)}`)
   const results: Array<Result> = []
-  // BENCH_CLUSTER_CASES=sqlite,postgres,1,3 (the default: all four) picks the runs; BENCH_FAILOVER=0 skips the failover.
+  // BENCH_CLUSTER_CASES=sqlite,postgres,1,3 (the default) picks the runs (3p: three plain processes on one
+  // database, no cluster); BENCH_FAILOVER=0 skips the failover.
   const picked = (process.env.BENCH_CLUSTER_CASES ?? "sqlite,postgres,1,3").split(",")
-  const cases = ([["1 process, SQLite", "sqlite"], ["1 process, PostgreSQL", "postgres"], ["1 replica, PostgreSQL", 1], ["3 replicas, PostgreSQL", 3]] as const)
+  const cases = ([["1 process, SQLite", "sqlite"], ["1 process, PostgreSQL", "postgres"], ["1 replica, PostgreSQL", 1], ["3 processes, PostgreSQL", "3p"], ["3 replicas, PostgreSQL", 3]] as const)
     .filter(([, replicas]) => picked.includes(String(replicas)))
   for (const [name, replicas] of cases) {
     const result = yield* run(name, replicas)
