@@ -13,6 +13,12 @@
  * 500 ms, one replica killed (SIGKILL) mid-run: the longest any session waited for its next model
  * call after the kill, and whether every session still finished.
  *
+ * Also (docs/performance.md, "Why a replica spent twice the CPU"): BENCH_CLUSTER_CASES picks the runs
+ * (sqlite,postgres,1,3 by default; 3p adds three plain processes on one database, no cluster), BENCH_FAILOVER=0
+ * skips the failover, BENCH_IDLE_SECONDS measures each server idle first, BENCH_SERVER_NODE_ARGS and
+ * BENCH_SERVER_BIN reach every server (profiles: `--cpu-prof --cpu-prof-dir=/tmp/prof`). The PostgreSQL server's
+ * own CPU per step is printed when the bench started the server.
+ *
  * Needs PostgreSQL: AGENT_TEST_DATABASE_URL, else one is started (scripts/test/postgres.mjs).
  * Run after `pnpm build`: `pnpm bench:cluster`. Target (issue 28): ≤ 25 % more CPU per step than one process on SQLite.
  */
