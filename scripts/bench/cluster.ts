@@ -13,6 +13,12 @@
  * 500 ms, one replica killed (SIGKILL) mid-run: the longest any session waited for its next model
  * call after the kill, and whether every session still finished.
  *
+ * Also (docs/performance.md, "Why a replica spent twice the CPU"): BENCH_CLUSTER_CASES picks the runs
+ * (sqlite,postgres,1,3 by default; 3p adds three plain processes on one database, no cluster), BENCH_FAILOVER=0
+ * skips the failover, BENCH_IDLE_SECONDS measures each server idle first, BENCH_SERVER_NODE_ARGS and
+ * BENCH_SERVER_BIN reach every server (profiles: `--cpu-prof --cpu-prof-dir=/tmp/prof`). The PostgreSQL server's
+ * own CPU per step is printed when the bench started the server.
+ *
  * Needs PostgreSQL: AGENT_TEST_DATABASE_URL, else one is started (scripts/test/postgres.mjs).
  * Run after `pnpm build`: `pnpm bench:cluster`. Target (issue 28): ≤ 25 % more CPU per step than one process on SQLite.
  */
@@ -28,14 +34,46 @@ import { modelProxy } from "./ModelProxy.js"
 import { cpuMsOf, startServe, statusOf, turn } from "./ServeProcess.js"
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50)
+/** BENCH_IDLE_SECONDS: how long each run first measures its servers idle (CPU per second per process); 0 skips it. */
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 0)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
-const bin = fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
+// BENCH_SERVER_BIN=packages/cli/dist/bin.js runs the unbundled build, whose profile names each library's files.
+const bin = process.env.BENCH_SERVER_BIN ?? fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
 
 const percentile = (values: Array<number>, p: number) => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!
 }
 const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0)
+
+/** CPU (ms) of a process and its children, the ended ones included (utime, stime, cutime, cstime; Linux). */
+const treeCpuMs = (pid: number) => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10
+}
+
+/**
+ * The PostgreSQL server's CPU so far (ms): its postmaster, the backends that ended (counted in the
+ * postmaster's children's time) and those still running. Undefined when the bench did not start it.
+ */
+const postgresCpuMs = (dataDir: string | undefined): number | undefined => {
+  if (dataDir === undefined) return undefined
+  const postmaster = Number(fs.readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0])
+  let total = treeCpuMs(postmaster)
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const fields = fs.readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")
+      if (Number(fields[1]) === postmaster) total += treeCpuMs(Number(entry))
+    } catch {
+      // The process ended meanwhile: its time is now the postmaster's.
+    }
+  }
+  return total
+}
+
+/** Set by main when the bench starts its own PostgreSQL server. */
+const bench = { postgresDir: undefined as string | undefined }
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -55,13 +93,17 @@ interface Replica {
   readonly url: string
   readonly pid: number
   readonly kill: () => void
+  /** SIGTERM, then waits (up to 20 s) for the replica to hand its sessions over and exit (a profile is written then). */
+  readonly stop: () => Promise<void>
 }
 
 /** `agent serve --replica` in the shared project `dir/project`, on the database at `databaseUrl`. */
 const startReplica = (dir: string, databaseUrl: string): Effect.Effect<Replica, never, Scope.Scope> =>
   Effect.gen(function*() {
     const runnerPort = yield* Effect.promise(freePort)
-    const child = spawn(process.execPath, [bin, "serve", "--port", "0", "--replica", "--runner-port", String(runnerPort)], {
+    // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles each replica (as ServeProcess.ts does a single server).
+    const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean)
+    const child = spawn(process.execPath, [...nodeArgs, bin, "serve", "--port", "0", "--replica", "--runner-port", String(runnerPort)], {
       cwd: path.join(dir, "project"),
       env: {
         ...process.env,
@@ -85,7 +127,17 @@ const startReplica = (dir: string, databaseUrl: string): Effect.Effect<Replica, 
         child.on("exit", (code) => reject(new Error(`agent serve --replica exited with ${code}`)))
       })
     )
-    return { url, pid: child.pid!, kill: () => child.kill("SIGKILL") }
+    const stop = () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve()
+        const timer = setTimeout(resolve, 20_000)
+        child.once("exit", () => {
+          clearTimeout(timer)
+          resolve()
+        })
+        child.kill("SIGTERM")
+      })
+    return { url, pid: child.pid!, kill: () => child.kill("SIGKILL"), stop }
   })
 
 const project = (dir: string, modelUrl: string) => {
@@ -130,40 +182,72 @@ interface Result {
   readonly name: string
   readonly wall: number
   readonly cpu: number
+  /** Each process's CPU per second (ms) while idle, before the sessions start (BENCH_IDLE_SECONDS). */
+  readonly idle: Array<number> | undefined
+  /** The PostgreSQL server's CPU over the run (ms), when the bench started the server. */
+  readonly pgCpu: number | undefined
   readonly overhead: Array<number>
   readonly peakRss: Array<number>
 }
 
-const run = (name: string, replicas: number | "sqlite" | "postgres") =>
+const run = (name: string, replicas: number | "sqlite" | "postgres" | "3p") =>
   Effect.scoped(Effect.gen(function*() {
     const dir = yield* tempDir
     const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn(STEPS)))
     const proxy = yield* modelProxy(model.url, tagOf)
     let pids: Array<number>
     let urls: Array<string>
+    let stops: Array<() => Promise<void>>
     if (replicas === "sqlite" || replicas === "postgres") {
       const env: Record<string, string> = replicas === "postgres" ? { AGENT_DATABASE_URL: yield* TestDatabase.freshPostgres } : {}
       const server = yield* startServe(dir, proxy.url, { env })
       pids = [server.pid]
       urls = [server.url]
+      stops = [server.stop]
+    } else if (replicas === "3p") {
+      // Three plain processes on one database (no cluster), each with its own project: what running
+      // several processes costs apart from the cluster (each reads the whole event log, as replicas do).
+      const databaseUrl = yield* TestDatabase.freshPostgres
+      const servers = yield* Effect.forEach([0, 1, 2], (index) =>
+        Effect.flatMap(Effect.sync(() => {
+          const home = path.join(dir, `p${index}`)
+          fs.mkdirSync(home)
+          return home
+        }), (home) => startServe(home, proxy.url, { env: { AGENT_DATABASE_URL: databaseUrl } })), { concurrency: "unbounded" })
+      pids = servers.map((server) => server.pid)
+      urls = servers.map((server) => server.url)
+      stops = servers.map((server) => server.stop)
     } else {
       project(dir, proxy.url)
       const databaseUrl = yield* TestDatabase.freshPostgres
       const started = yield* Effect.forEach(Array.from({ length: replicas }), () => startReplica(dir, databaseUrl), { concurrency: "unbounded" })
       pids = started.map((replica) => replica.pid)
       urls = started.map((replica) => replica.url)
+      stops = started.map((replica) => replica.stop)
       // The runners find each other and share the shards out.
       yield* Effect.sleep("4 seconds")
     }
+    let idle: Array<number> | undefined
+    if (IDLE_SECONDS > 0) {
+      const before = pids.map(cpuMsOf)
+      yield* Effect.sleep(`${IDLE_SECONDS} seconds`)
+      idle = pids.map((pid, index) => (cpuMsOf(pid) - before[index]!) / IDLE_SECONDS)
+    }
     const cpuBefore = pids.map(cpuMsOf)
+    const pgBefore = postgresCpuMs(bench.postgresDir)
     const wall = yield* Effect.promise(() => drive(urls, proxy.calls, STEPS))
     const cpu = pids.reduce((sum, pid, index) => sum + cpuMsOf(pid) - cpuBefore[index]!, 0)
+    const pgAfter = postgresCpuMs(bench.postgresDir)
+    const pgCpu = pgBefore !== undefined && pgAfter !== undefined ? pgAfter - pgBefore : undefined
     const overhead: Array<number> = []
     for (let session = 0; session < SESSIONS; session++) {
       const calls = proxy.calls.filter((call) => call.tag === session)
       for (let index = 1; index < calls.length; index++) overhead.push(calls[index]!.arrived - calls[index - 1]!.answered)
     }
-    return { name, wall, cpu, overhead, peakRss: pids.map((pid) => statusOf(pid).peakRss) } satisfies Result
+    const peakRss = pids.map((pid) => statusOf(pid).peakRss)
+    // A graceful stop when profiling: node writes the profile on exit.
+    if (process.env.BENCH_SERVER_NODE_ARGS?.includes("--cpu-prof")) yield* Effect.promise(() => Promise.all(stops.map((stop) => stop())))
+    return { name, wall, cpu, idle, pgCpu, overhead, peakRss } satisfies Result
   }))
 
 /** Three replicas, model calls of 500 ms, one replica killed once every session is under way. */
@@ -199,23 +283,36 @@ const main = Effect.gen(function*() {
     const pg = yield* Effect.promise(() => import("../test/postgres.mjs" as string) as Promise<{ start: () => Promise<{ url: string; dir: string }>; stop: (dir: string) => void }>)
     const started = yield* Effect.acquireRelease(Effect.promise(pg.start), (server) => Effect.sync(() => pg.stop(server.dir)))
     process.env.AGENT_TEST_DATABASE_URL = started.url
+    bench.postgresDir = path.join(started.dir, "data")
   }
   console.log(`bench:cluster: ${SESSIONS} sessions × ${STEPS} steps, model answering at once; ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(2)}`)
   const results: Array<Result> = []
-  for (const [name, replicas] of [["1 process, SQLite", "sqlite"], ["1 process, PostgreSQL", "postgres"], ["1 replica, PostgreSQL", 1], ["3 replicas, PostgreSQL", 3]] as const) {
+  // BENCH_CLUSTER_CASES=sqlite,postgres,1,3 (the default) picks the runs (3p: three plain processes on one
+  // database, no cluster); BENCH_FAILOVER=0 skips the failover.
+  const picked = (process.env.BENCH_CLUSTER_CASES ?? "sqlite,postgres,1,3").split(",")
+  const cases = ([["1 process, SQLite", "sqlite"], ["1 process, PostgreSQL", "postgres"], ["1 replica, PostgreSQL", 1], ["3 processes, PostgreSQL", "3p"], ["3 replicas, PostgreSQL", 3]] as const)
+    .filter(([, replicas]) => picked.includes(String(replicas)))
+  for (const [name, replicas] of cases) {
     const result = yield* run(name, replicas)
     results.push(result)
     const steps = SESSIONS * STEPS
     console.log(
       `${name.padEnd(24)} ${(steps / (result.wall / 1000)).toFixed(0).padStart(5)} steps/s  CPU ${(result.cpu / steps).toFixed(2)} ms/step  ` +
         `overhead p50 ${percentile(result.overhead, 50).toFixed(1)} ms p99 ${percentile(result.overhead, 99).toFixed(1)} ms  ` +
-        `peak RSS ${result.peakRss.map(mib).join(" / ")} MiB`
+        `peak RSS ${result.peakRss.map(mib).join(" / ")} MiB` +
+        (result.idle ? `  idle CPU ${result.idle.map((ms) => ms.toFixed(1)).join(" / ")} ms/s` : "") +
+        (result.pgCpu !== undefined && replicas !== "sqlite" ? `  (PostgreSQL server CPU ${(result.pgCpu / steps).toFixed(2)} ms/step)` : "")
     )
   }
-  const base = results[0]!.cpu
-  for (const result of results.slice(1)) console.log(`${result.name}: ${(((result.cpu - base) / base) * 100).toFixed(0)} % CPU per step over SQLite`)
-  const pg = results[1]!.cpu
-  for (const result of results.slice(2)) console.log(`${result.name}: ${(((result.cpu - pg) / pg) * 100).toFixed(0)} % CPU per step over one process on PostgreSQL`)
+  const sqlite = results.find((result) => result.name === "1 process, SQLite")
+  const pg = results.find((result) => result.name === "1 process, PostgreSQL")
+  for (const result of results) {
+    if (sqlite && result !== sqlite) console.log(`${result.name}: ${(((result.cpu - sqlite.cpu) / sqlite.cpu) * 100).toFixed(0)} % CPU per step over SQLite`)
+  }
+  for (const result of results) {
+    if (pg && result !== pg && result !== sqlite) console.log(`${result.name}: ${(((result.cpu - pg.cpu) / pg.cpu) * 100).toFixed(0)} % CPU per step over one process on PostgreSQL`)
+  }
+  if (process.env.BENCH_FAILOVER === "0") return
   const over = yield* failover
   console.log(`failover (3 replicas, 500 ms model calls, kill -9 of one, lock expiry 10 s): longest wait for a session's next model call ${(over.longest / 1000).toFixed(1)} s; all sessions finished in ${(over.wall / 1000).toFixed(1)} s`)
 })

@@ -20,6 +20,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { Cause, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import * as AskRegistry from "./AskRegistry.js"
 import type { ClusterSettings } from "./ClusterSettings.js"
+import { RunningTools } from "./RunningTools.js"
 import { SessionEntity } from "./SessionEntity.js"
 import * as SessionOwner from "./SessionOwner.js"
 import { SessionRouting, type SessionRoutingShape, SessionUnavailable } from "./SessionRouting.js"
@@ -180,6 +181,8 @@ export const layer = (settings: ClusterSettings): Layer.Layer<SessionRouting, ne
   )
   return Layer.mergeAll(routing(settings), owner).pipe(
     Layer.provide(shards),
+    // Built before the sharding, so it outlives the entities' handovers on a stop.
+    Layer.provide(RunningTools.layer),
     Layer.provide(database(settings)),
     Layer.orDie
   )

@@ -1,10 +1,11 @@
 // The session entity's handlers: they run on the replica that owns the session and call this
 // process's loop, permission and question services, as one process does.
-import { Bus, type PromptInput, type PromptPartInput, QuestionService, PermissionService, SessionLoop, SessionStore } from "@agent/core"
+import { type PromptInput, type PromptPartInput, QuestionService, PermissionService, SessionLoop, SessionStore } from "@agent/core"
 import type { Session, SessionID } from "@agent/domain"
-import { Effect, Stream } from "effect"
+import { Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
 import { promptAction } from "./Handover.js"
+import { RunningTools } from "./RunningTools.js"
 import { type PromptPayload, type PromptResult, SessionEntity } from "./SessionEntity.js"
 import { SessionUnavailable } from "./SessionRouting.js"
 
@@ -41,41 +42,23 @@ const promptInput = (input: PromptPayload): PromptInput => ({
 })
 
 /**
- * The tool calls running here, per session, from the bus (a handful of updates per call; only on
- * a replica): what a handover waits for.
- */
-const runningTools = Effect.gen(function*() {
-  const bus = yield* Bus
-  const running = new Map<string, Set<string>>()
-  const updates = yield* bus.subscribe({ types: ["message.part.updated"] })
-  yield* updates.pipe(
-    Stream.runForEach((event) =>
-      Effect.sync(() => {
-        const part = event.properties.part
-        if (part.type !== "tool") return
-        const calls = running.get(part.sessionID) ?? new Set<string>()
-        if (part.state.status === "running" || part.state.status === "pending") calls.add(part.id)
-        else calls.delete(part.id)
-        if (calls.size === 0) running.delete(part.sessionID)
-        else running.set(part.sessionID, calls)
-      })
-    ),
-    Effect.catchAllCause((cause) => Effect.logError("the replica's tool tracker stopped", cause)),
-    Effect.forkScoped
-  )
-  return (sessionID: string): ReadonlySet<string> => running.get(sessionID) ?? new Set()
-})
-
-/**
  * The handlers. A prompt's handler is interrupted only when the session leaves this replica (it
  * stops, or its shard moves; a client going away does not interrupt it). The tool call running
  * then gets up to `graceMs` to finish, so a deploy does not cut a command about to end; then the
  * run here is aborted, and the persisted prompt goes to the next owner, which resumes the run.
  */
 export const layer = (runner: string, graceMs: number, onTakeOver: (sessionID: string) => Effect.Effect<void>) =>
+  Layer.unwrapEffect(Effect.map(RunningTools, (tools) => entities(runner, graceMs, onTakeOver, tools.of)))
+
+/** The entity's handlers; their build runs once for each session that comes to this replica. */
+const entities = (
+  runner: string,
+  graceMs: number,
+  onTakeOver: (sessionID: string) => Effect.Effect<void>,
+  toolRunning: (sessionID: string) => ReadonlySet<string>
+) =>
   SessionEntity.toLayer(
     Effect.gen(function*() {
-      const toolRunning = yield* runningTools
       const handOver = (sessionID: SessionID) =>
         Effect.gen(function*() {
           const deadline = Date.now() + graceMs
