@@ -19,6 +19,7 @@ import { Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import * as AskRegistry from "./AskRegistry.js"
 import * as ClusterRouting from "./ClusterRouting.js"
 import type { ClusterSettings } from "./ClusterSettings.js"
+import { withSerialReserve } from "./SerialLockConnection.js"
 import * as SessionOwner from "./SessionOwner.js"
 import type { SessionRouting } from "./SessionRouting.js"
 
@@ -71,13 +72,16 @@ const oneAtATime = <A, E, R>(prefix: string, layer: Layer.Layer<A, E, R>) =>
     })
   )
 
+/** The database client of the runner storage: its lock connection runs one query at a time (SerialLockConnection.ts). */
+const serialReserve = Layer.effect(SqlClient.SqlClient, Effect.map(SqlClient.SqlClient, withSerialReserve))
+
 /** Sharding over the socket transport, with its storage in the database. */
 const sharding = (settings: ClusterSettings) => {
   const storage = oneAtATime(
     settings.prefix,
     Layer.mergeAll(
       SqlMessageStorage.layerWith({ prefix: settings.prefix }),
-      SqlRunnerStorage.layerWith({ prefix: settings.prefix })
+      SqlRunnerStorage.layerWith({ prefix: settings.prefix }).pipe(Layer.provide(serialReserve))
     )
   ).pipe(Layer.orDie)
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(layerClientProtocol))
