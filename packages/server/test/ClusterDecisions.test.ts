@@ -1,8 +1,9 @@
-import type { MessageWithParts, SessionID } from "@agent/domain"
+import type { MessageWithParts, SessionID, SessionStatus } from "@agent/domain"
 import { TestData } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { clusterChoice } from "../src/cluster/ClusterSettings.js"
 import { promptAction } from "../src/cluster/Handover.js"
+import { mergeStatuses } from "../src/cluster/RunStatusRegistry.js"
 
 const sessionID = "ses_cluster" as SessionID
 const user = TestData.userMessage(sessionID)
@@ -65,4 +66,22 @@ describe("clusterChoice: flags over config cluster.*", () => {
   it("a runner port out of range is refused", () => {
     expect(clusterChoice({ replica: true, runnerPort: 70000 }, undefined, pg)).toEqual({ _tag: "Invalid", message: "--runner-port 70000: expected a port from 1 to 65535" })
   })
+})
+
+describe("mergeStatuses: GET /session/status on a replica", () => {
+  const busy = { type: "busy" } as const
+  const retry = { type: "retry", attempt: 2, message: "rate limited", next: 5 } as const
+  const other = "ses_other" as SessionID
+  type Rows = Parameters<typeof mergeStatuses>[0]
+  const table: ReadonlyArray<readonly [string, Rows, ReadonlyArray<readonly [SessionID, SessionStatus]>, Record<string, SessionStatus>]> = [
+    ["another replica's run is listed", [{ sessionID, runner: "b:2", status: busy }], [], { [sessionID]: busy }],
+    ["a run here is listed before its row is written", [], [[sessionID, busy]], { [sessionID]: busy }],
+    ["this replica's own row of a run that ended here (its delete on the way) is not", [{ sessionID, runner: "a:1", status: busy }], [], {}],
+    ["this replica's view wins over its row (retrying now)", [{ sessionID, runner: "a:1", status: busy }], [[sessionID, retry]], { [sessionID]: retry }],
+    ["runs on both replicas", [{ sessionID: other, runner: "b:2", status: retry }], [[sessionID, busy]], { [sessionID]: busy, [other]: retry }],
+    ["an idle row counts for nothing", [{ sessionID, runner: "b:2", status: { type: "idle" } }], [], {}]
+  ]
+  for (const [name, rows, local, expected] of table) {
+    it(name, () => expect(Object.fromEntries(mergeStatuses(rows, new Map(local), "a:1"))).toEqual(expected))
+  }
 })
