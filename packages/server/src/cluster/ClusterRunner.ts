@@ -18,7 +18,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import * as AskRegistry from "./AskRegistry.js"
 import * as ClusterRouting from "./ClusterRouting.js"
-import type { ClusterSettings } from "./ClusterSettings.js"
+import { type ClusterSettings, clusterDatabaseUrl } from "./ClusterSettings.js"
 import { withSerialReserve } from "./SerialLockConnection.js"
 import * as SessionOwner from "./SessionOwner.js"
 import type { SessionRouting } from "./SessionRouting.js"
@@ -26,7 +26,7 @@ import type { SessionRouting } from "./SessionRouting.js"
 /** The cluster's own connections: its shard locks hold one for the runner's life, apart from the store's. */
 const database = (settings: ClusterSettings) =>
   PgClient.layer({
-    url: Redacted.make(settings.databaseUrl),
+    url: Redacted.make(clusterDatabaseUrl(settings.databaseUrl, settings.lockExpirationMs)),
     maxConnections: 16,
     connectTimeout: "10 seconds",
     applicationName: "agent-cluster"
