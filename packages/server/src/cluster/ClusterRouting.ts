@@ -1,7 +1,7 @@
 // The API's routes that change a running session, on a replica: sent as messages to the session's
 // entity, so they run on the replica that owns it (SessionOwner.ts). What the handlers read of runs
 // (statuses, pending asks) comes from the cluster's tables, so every replica answers alike.
-import { type LoopError, QuestionNotFound, type RunOutcome, SessionLoop, SessionStore } from "@agent/core"
+import { type LoopError, PermissionService, QuestionNotFound, QuestionService, type RunOutcome, SessionLoop, SessionStore } from "@agent/core"
 import { PermissionRequestNotFound, type SessionID } from "@agent/domain"
 import { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import { Cause, Effect, Layer } from "effect"
@@ -39,6 +39,8 @@ export const layer = (settings: ClusterSettings) =>
       const statuses = yield* RunStatusRegistry.make(settings.prefix, runner, settings.lockExpirationMs)
       const loop = yield* SessionLoop
       const store = yield* SessionStore
+      const permissions = yield* PermissionService
+      const questions = yield* QuestionService
       /** The session as the revert left it, read back from the store. */
       const withSession = (sessionID: SessionID) => (result: { readonly restored: ReadonlyArray<string>; readonly conflicts: ReadonlyArray<string> }) =>
         store.get(sessionID).pipe(Effect.map((session) => ({ session, restored: result.restored, conflicts: result.conflicts })))
@@ -75,22 +77,27 @@ export const layer = (settings: ClusterSettings) =>
         permissions: asks.permissions,
         replyPermission: (input) =>
           Effect.gen(function*() {
-            const sessionID = yield* asks.sessionOf("permission", input.requestID)
-            if (sessionID === undefined) return yield* new PermissionRequestNotFound({ requestID: input.requestID })
-            return yield* client(sessionID).ReplyPermission(input).pipe(delivered("the reply"))
+            const ask = yield* asks.whereIs("permission", input.requestID)
+            if (ask === undefined) return yield* new PermissionRequestNotFound({ requestID: input.requestID })
+            // An ask waiting here is answered here: a run's, or another process's held for it
+            // (POST /permission/remote), whose session may be owned by another replica or none.
+            if (ask.runner === runner) return yield* permissions.reply(input)
+            return yield* client(ask.sessionID).ReplyPermission(input).pipe(delivered("the reply"))
           }),
         questions: asks.questions,
         replyQuestion: (requestID, answers) =>
           Effect.gen(function*() {
-            const sessionID = yield* asks.sessionOf("question", requestID)
-            if (sessionID === undefined) return yield* new QuestionNotFound({ requestID })
-            return yield* client(sessionID).ReplyQuestion({ requestID, answers: answers.map((list) => [...list]) }).pipe(delivered("the answer"))
+            const ask = yield* asks.whereIs("question", requestID)
+            if (ask === undefined) return yield* new QuestionNotFound({ requestID })
+            if (ask.runner === runner) return yield* questions.reply(requestID, answers)
+            return yield* client(ask.sessionID).ReplyQuestion({ requestID, answers: answers.map((list) => [...list]) }).pipe(delivered("the answer"))
           }),
         rejectQuestion: (requestID) =>
           Effect.gen(function*() {
-            const sessionID = yield* asks.sessionOf("question", requestID)
-            if (sessionID === undefined) return yield* new QuestionNotFound({ requestID })
-            return yield* client(sessionID).RejectQuestion({ requestID }).pipe(delivered("the rejection"))
+            const ask = yield* asks.whereIs("question", requestID)
+            if (ask === undefined) return yield* new QuestionNotFound({ requestID })
+            if (ask.runner === runner) return yield* questions.reject(requestID)
+            return yield* client(ask.sessionID).RejectQuestion({ requestID }).pipe(delivered("the rejection"))
           })
       } satisfies SessionRoutingShape
     })
