@@ -44,6 +44,29 @@ const asking = (log: string) => (request: MockOpenAIServer.ChatCompletionRequest
   return `done ${label}: ${JSON.stringify(tools.at(-1)?.content ?? "")}`
 }
 
+/** The `data:` frames of an event-stream response, one at a time. */
+const frames = (response: Response) => {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ""
+  return {
+    next: Effect.promise(async () => {
+      for (;;) {
+        const end = buffer.indexOf("\n\n")
+        if (end >= 0) {
+          const block = buffer.slice(0, end)
+          buffer = buffer.slice(end + 2)
+          const data = block.split("\n").find((line) => line.startsWith("data: "))
+          if (data !== undefined) return JSON.parse(data.slice(6)) as Record<string, any>
+          continue
+        }
+        const chunk = await reader.read()
+        if (chunk.done) throw new Error(`the stream ended; left: ${buffer}`)
+        buffer += chunk.value
+      }
+    })
+  }
+}
+
 const createSession = (url: string) => json(`${url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
 const answer = (response: Response) => Effect.promise(async () => ({ status: response.status, body: await response.json().catch(() => undefined) as any }))
 const textOf = (message: any) => message.parts.filter((part: any) => part.type === "text").map((part: any) => part.text).join("")
@@ -160,4 +183,32 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas: routes sent t
       // Each session's bash call ran once, on its owner.
       expect(lines(log).sort()).toEqual([["q0-0", q0.owner], ["q1-0", q1.owner]])
     }), 90_000)
+
+  it.scopedLive("another process's asks held on a replica (POST /permission/remote) are answered through it, whoever owns their sessions", () =>
+    Effect.gen(function*() {
+      const { servers } = yield* replicas(["A", "B"], 0)
+      const A = servers.A!.url
+      // Six sessions of another process: their entities are spread over both replicas, the asks all held on A.
+      const sessionIDs = Array.from({ length: 6 }, (_, index) => `ses_remote${String(index).padStart(20, "0")}`)
+      const streams = yield* Effect.forEach(sessionIDs, (sessionID) =>
+        Effect.promise(() =>
+          fetch(`${A}/permission/remote`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ sessionID, permission: "bash", patterns: ["git push"], always: ["git push *"], timeout: 60 })
+          })
+        ).pipe(Effect.map((response) => ({ sessionID, frames: frames(response) }))))
+      const asked = yield* Effect.forEach(streams, ({ frames: read }) => read.next)
+      // Every replica lists them.
+      yield* waitFor("the held asks on B's list", json(`${servers.B!.url}/permission`).pipe(
+        Effect.map((asks: Array<any>) => asks.length === sessionIDs.length ? true : undefined)
+      ))
+      for (const [index, frame] of asked.entries()) {
+        expect(frame.type).toBe("asked")
+        const replied = yield* answer(yield* post(`${A}/permission/${frame.id}/reply`, { reply: "once" }))
+        expect(replied.status, `ask of ${sessionIDs[index]}: ${JSON.stringify(replied.body)}`).toBe(200)
+        expect(yield* streams[index]!.frames.next).toEqual({ type: "replied", reply: "once" })
+      }
+      for (const url of [A, servers.B!.url]) expect(yield* json(`${url}/permission`)).toEqual([])
+    }), 60_000)
 })
