@@ -1,7 +1,7 @@
 import { TestDatabase } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { finished, json, lines, post, replicas, waitFor } from "./ClusterReplicas.js"
+import { finished, json, lines, post, replicas, schemaOf, waitFor } from "./ClusterReplicas.js"
 
 // Asks on replicas: a permission ask waits on the replica that runs the session; every replica
 // lists it, and a reply sent to another replica reaches it.
@@ -9,7 +9,7 @@ import { finished, json, lines, post, replicas, waitFor } from "./ClusterReplica
 describe.runIf(TestDatabase.postgresRuns())("agent serve replicas: permission asks", () => {
   it.scopedLive("every replica lists every ask; a reply through the replica that does not run the session lets the call run", () =>
     Effect.gen(function*() {
-      const { log, servers } = yield* replicas(["A", "B"], 0, {}, { permission: { bash: "ask" } })
+      const { databaseUrl, log, prefix, runners, servers } = yield* replicas(["A", "B"], 0, {}, { permission: { bash: "ask" } })
       const A = servers.A!.url
       const B = servers.B!.url
       const sessions: Array<string> = []
@@ -28,11 +28,13 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas: permission as
         for (const [name, url] of [["A", A], ["B", B]] as const) {
           for (const ask of (yield* json(`${url}/permission`)) as Array<{ id: string }>) seen[name].add(ask.id)
         }
-        // Which sessions run on A: its statuses show its own runs.
-        const busyOnA = new Set(Object.keys(yield* json(`${A}/session/status`)))
+        // Where each ask waits: the replica that runs its session (every replica's statuses list every run).
+        const waitsOn = new Map((yield* TestDatabase.adminQuery<{ id: string; runner: string }>(
+          `SELECT id, runner FROM "${schemaOf(databaseUrl)}".${prefix}_asks`
+        )).map((row) => [row.id, row.runner]))
         for (const ask of (yield* json(`${B}/permission`)) as Array<{ id: string; sessionID: string }>) {
-          if (!seen.A.has(ask.id) || !seen.B.has(ask.id)) continue
-          const through = busyOnA.has(ask.sessionID) ? "B" : "A"
+          if (!seen.A.has(ask.id) || !seen.B.has(ask.id) || !waitsOn.has(ask.id)) continue
+          const through = waitsOn.get(ask.id) === runners.A ? "B" : "A"
           const response = yield* post(`${through === "A" ? A : B}/permission/${ask.id}/reply`, { reply: "once" })
           if (response.status === 200) repliedThrough.push(through)
         }

@@ -50,11 +50,17 @@ export const finished = (messages: Array<any>) => {
 
 export const toolParts = (messages: Array<any>) => messages.flatMap((message) => message.parts).filter((part: any) => part.type === "tool")
 
-/** Three replicas on a fresh database, each with its runner port and its name in the environment. */
-export const replicas = (names: ReadonlyArray<string>, sleep: number, extra: object = {}, config: object = {}) =>
+/** Replicas (three in most tests) on a fresh database, each with its runner port and its name in the environment. */
+export const replicas = (
+  names: ReadonlyArray<string>,
+  sleep: number,
+  extra: object = {},
+  config: object = {},
+  respond: typeof responder = responder
+) =>
   Effect.gen(function*() {
     // In the project, where the commands run (a file outside it would need an approval).
-    const model = yield* MockOpenAIServer.start(Array.from({ length: 400 }, () => responder("calls.log", sleep)))
+    const model = yield* MockOpenAIServer.start(Array.from({ length: 400 }, () => respond("calls.log", sleep)))
     const prefix = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
     // Without the OS sandbox: with three processes in one project, bwrap sometimes missed a path
     // (`.agent`) another had not made yet; the sandbox has its own tests.
@@ -66,15 +72,29 @@ export const replicas = (names: ReadonlyArray<string>, sleep: number, extra: obj
     const log = path.join(box.instance.directory, "calls.log")
     fs.writeFileSync(log, "")
     const databaseUrl = yield* TestDatabase.freshPostgres
-    const servers = yield* Effect.forEach(names, (name) =>
+    const started = yield* Effect.forEach(names, (name) =>
       Effect.gen(function*() {
         const port = yield* freePort()
-        return yield* serve(box, ["--replica", "--runner-port", String(port)], { AGENT_DATABASE_URL: databaseUrl, AGENT_TEST_REPLICA: name })
+        const server = yield* serve(box, ["--replica", "--runner-port", String(port)], { AGENT_DATABASE_URL: databaseUrl, AGENT_TEST_REPLICA: name })
+        return { server, runner: `127.0.0.1:${port}` }
       }), { concurrency: "unbounded" })
+    const servers = started.map(({ server }) => server)
     // The runners see each other and share the shards out (assignments refresh every second).
     yield* Effect.sleep("3 seconds")
-    return { log, box, model, databaseUrl, prefix, servers: Object.fromEntries(names.map((name, index) => [name, servers[index]!])) }
+    return {
+      log,
+      box,
+      model,
+      databaseUrl,
+      prefix,
+      servers: Object.fromEntries(names.map((name, index) => [name, servers[index]!])),
+      /** Each replica's runner address (`host:port`), as the cluster's tables name it. */
+      runners: Object.fromEntries(names.map((name, index) => [name, started[index]!.runner]))
+    }
   })
+
+/** The schema of a fresh test database (its URL's search_path), for reading the cluster's tables. */
+export const schemaOf = (url: string) => /search_path=(\S+)/.exec(new URL(url).searchParams.get("options") ?? "")![1]!
 
 export const lines = (log: string) => fs.readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => line.split(" ") as [string, string])
 

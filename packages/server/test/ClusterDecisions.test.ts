@@ -1,8 +1,9 @@
-import type { MessageWithParts, SessionID } from "@agent/domain"
+import type { MessageWithParts, SessionID, SessionStatus } from "@agent/domain"
 import { TestData } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { clusterChoice } from "../src/cluster/ClusterSettings.js"
+import { clusterChoice, clusterDatabaseUrl } from "../src/cluster/ClusterSettings.js"
 import { promptAction } from "../src/cluster/Handover.js"
+import { mergeStatuses } from "../src/cluster/RunStatusRegistry.js"
 
 const sessionID = "ses_cluster" as SessionID
 const user = TestData.userMessage(sessionID)
@@ -65,4 +66,56 @@ describe("clusterChoice: flags over config cluster.*", () => {
   it("a runner port out of range is refused", () => {
     expect(clusterChoice({ replica: true, runnerPort: 70000 }, undefined, pg)).toEqual({ _tag: "Invalid", message: "--runner-port 70000: expected a port from 1 to 65535" })
   })
+})
+
+describe("mergeStatuses: GET /session/status on a replica", () => {
+  const busy = { type: "busy" } as const
+  const retry = { type: "retry", attempt: 2, message: "rate limited", next: 5 } as const
+  const other = "ses_other" as SessionID
+  type Rows = Parameters<typeof mergeStatuses>[0]
+  const table: ReadonlyArray<readonly [string, Rows, ReadonlyArray<readonly [SessionID, SessionStatus]>, Record<string, SessionStatus>]> = [
+    ["another replica's run is listed", [{ sessionID, runner: "b:2", status: busy }], [], { [sessionID]: busy }],
+    ["a run here is listed before its row is written", [], [[sessionID, busy]], { [sessionID]: busy }],
+    ["this replica's own row of a run that ended here (its delete on the way) is not", [{ sessionID, runner: "a:1", status: busy }], [], {}],
+    ["this replica's view wins over its row (retrying now)", [{ sessionID, runner: "a:1", status: busy }], [[sessionID, retry]], { [sessionID]: retry }],
+    ["runs on both replicas", [{ sessionID: other, runner: "b:2", status: retry }], [[sessionID, busy]], { [sessionID]: busy, [other]: retry }],
+    ["an idle row counts for nothing", [{ sessionID, runner: "b:2", status: { type: "idle" } }], [], {}]
+  ]
+  for (const [name, rows, local, expected] of table) {
+    it(name, () => expect(Object.fromEntries(mergeStatuses(rows, new Map(local), "a:1"))).toEqual(expected))
+  }
+})
+
+describe("clusterDatabaseUrl: the cluster's connections drop a vanished replica's locks", () => {
+  const options = (url: string) => new URL(url).searchParams.get("options")
+  const table: ReadonlyArray<readonly [string, string, number, string]> = [
+    [
+      "the default 10 s expiry: probed after 5 s idle, dropped after 10 s unanswered",
+      "postgres://agent:secret@db:5432/agent",
+      10_000,
+      "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 -c tcp_user_timeout=10000"
+    ],
+    [
+      "options already in the URL are kept first",
+      "postgres://agent@db/agent?options=-c%20search_path%3Dt1&sslmode=disable",
+      4_000,
+      "-c search_path=t1 -c tcp_keepalives_idle=2 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 -c tcp_user_timeout=4000"
+    ],
+    [
+      "a sub-second expiry still probes after 1 s",
+      "postgresql://db/agent",
+      500,
+      "-c tcp_keepalives_idle=1 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 -c tcp_user_timeout=1000"
+    ]
+  ]
+  for (const [name, url, lockExpirationMs, expected] of table) {
+    it(name, () => {
+      const result = clusterDatabaseUrl(url, lockExpirationMs)
+      expect(options(result)).toBe(expected)
+      // The rest of the URL is as given.
+      const [given, made] = [new URL(url), new URL(result)]
+      expect([made.username, made.password, made.host, made.pathname]).toEqual([given.username, given.password, given.host, given.pathname])
+      if (given.searchParams.has("sslmode")) expect(made.searchParams.get("sslmode")).toBe(given.searchParams.get("sslmode"))
+    })
+  }
 })

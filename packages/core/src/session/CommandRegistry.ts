@@ -20,7 +20,7 @@ import type { ConfigInfo } from "../config/ConfigInfo.js"
 import { ConfigService } from "../config/ConfigService.js"
 import { Mcp, type McpPrompt } from "../mcp/Mcp.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
-import { type LoopError, type PromptPartInput, type RunOutcome, SessionLoop } from "./SessionLoop.js"
+import { type LoopError, type PromptInput, type PromptPartInput, type RunOutcome, SessionLoop } from "./SessionLoop.js"
 
 /** What running a command needs besides the session. */
 export interface ExpandCommandInput {
@@ -73,6 +73,23 @@ export interface ExecuteCommandInput extends ExpandCommandInput {
 export interface CommandOutcome extends RunOutcome {
   readonly messageID: MessageID
 }
+
+/** The prompt an expanded command sends (a replica sends it to the session's owner). */
+export const commandPrompt = (
+  expanded: ExpandedCommand,
+  input: ExecuteCommandInput,
+  messageID: MessageID
+): PromptInput & { readonly messageID: MessageID } => ({
+  sessionID: input.sessionID,
+  messageID,
+  parts: expanded.subtask ? expanded.parts : [...expanded.parts, ...(input.parts ?? [])],
+  ...(expanded.agent ? { agent: expanded.agent } : {}),
+  ...(expanded.model ? { model: expanded.model } : {}),
+  ...(input.autoApprove !== undefined ? { autoApprove: input.autoApprove } : {}),
+  ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {}),
+  ...(input.variant !== undefined ? { variant: input.variant } : {}),
+  ...(input.tools ? { tools: input.tools } : {})
+})
 
 export type CommandExpandError = CommandNotFound | CommandError | AgentNotFound
 
@@ -367,17 +384,7 @@ function make() {
     const execute = Effect.fn("CommandRegistry.execute")(function*(input: ExecuteCommandInput) {
       const expanded = yield* expand(input)
       const messageID = input.messageID ?? (Identifier.ascending("message") as MessageID)
-      const outcome = yield* loop.prompt({
-        sessionID: input.sessionID,
-        messageID,
-        parts: expanded.subtask ? expanded.parts : [...expanded.parts, ...(input.parts ?? [])],
-        ...(expanded.agent ? { agent: expanded.agent } : {}),
-        ...(expanded.model ? { model: expanded.model } : {}),
-        ...(input.autoApprove !== undefined ? { autoApprove: input.autoApprove } : {}),
-        ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {}),
-        ...(input.variant !== undefined ? { variant: input.variant } : {}),
-        ...(input.tools ? { tools: input.tools } : {})
-      })
+      const outcome = yield* loop.prompt(commandPrompt(expanded, input, messageID))
       yield* bus.publish({
         type: "command.executed",
         properties: { name: expanded.command.name, sessionID: input.sessionID, arguments: input.arguments ?? "", messageID }

@@ -11,8 +11,8 @@ type Kind = "permission" | "question"
 export interface AskRegistryShape {
   readonly permissions: () => Effect.Effect<ReadonlyArray<PermissionRequest>>
   readonly questions: () => Effect.Effect<ReadonlyArray<QuestionRequest>>
-  /** The session an ask belongs to, if one is pending anywhere. */
-  readonly sessionOf: (kind: Kind, requestID: string) => Effect.Effect<string | undefined>
+  /** The session an ask belongs to and the replica where it waits (`host:port`), if it is pending anywhere. */
+  readonly whereIs: (kind: Kind, requestID: string) => Effect.Effect<{ readonly sessionID: string; readonly runner: string } | undefined>
 }
 
 const decodePermission = Schema.decodeUnknownOption(Schema.parseJson(PermissionRequest))
@@ -72,9 +72,9 @@ export const make = (prefix: string, runner: string) =>
         rows("permission").pipe(Effect.map((found) => found.flatMap((row) => decodePermission(row.data).pipe((o) => o._tag === "Some" ? [o.value] : [])))),
       questions: () =>
         rows("question").pipe(Effect.map((found) => found.flatMap((row) => decodeQuestion(row.data).pipe((o) => o._tag === "Some" ? [o.value] : [])))),
-      sessionOf: (kind, requestID) =>
-        sql.unsafe<{ session_id: string }>(`SELECT session_id FROM ${table} WHERE kind = $1 AND id = $2`, [kind, requestID]).pipe(
-          Effect.map((found) => found[0]?.session_id),
+      whereIs: (kind, requestID) =>
+        sql.unsafe<{ session_id: string; runner: string }>(`SELECT session_id, runner FROM ${table} WHERE kind = $1 AND id = $2`, [kind, requestID]).pipe(
+          Effect.map((found) => found[0] === undefined ? undefined : { sessionID: found[0].session_id, runner: found[0].runner }),
           Effect.orDie
         )
     } satisfies AskRegistryShape

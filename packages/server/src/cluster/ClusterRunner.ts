@@ -3,9 +3,7 @@
 // that holds a session's shard runs it (SessionOwner.ts), the others send it messages over the
 // cluster's socket transport. Messages and runners live in the database (SqlMessageStorage,
 // SqlRunnerStorage), so a prompt outlives the replica that was running it. Loaded only for a replica.
-import { Bus, type LoopError, PermissionService, QuestionService, type RunOutcome, SessionLoop, SessionStore } from "@agent/core"
-import { PermissionRequestNotFound } from "@agent/domain"
-import { QuestionNotFound } from "@agent/core"
+import type { Bus, PermissionService, QuestionService, SessionChanges, SessionLoop, SessionStore } from "@agent/core"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
 import * as Runners from "@effect/cluster/Runners"
@@ -17,18 +15,19 @@ import { layerClientProtocol, layerSocketServer } from "@effect/platform-node/No
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Cause, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import * as AskRegistry from "./AskRegistry.js"
-import type { ClusterSettings } from "./ClusterSettings.js"
+import * as ClusterRouting from "./ClusterRouting.js"
+import { type ClusterSettings, clusterDatabaseUrl } from "./ClusterSettings.js"
 import { RunningTools } from "./RunningTools.js"
-import { SessionEntity } from "./SessionEntity.js"
+import { withSerialReserve } from "./SerialLockConnection.js"
 import * as SessionOwner from "./SessionOwner.js"
-import { SessionRouting, type SessionRoutingShape, SessionUnavailable } from "./SessionRouting.js"
+import type { SessionRouting } from "./SessionRouting.js"
 
 /** The cluster's own connections: its shard locks hold one for the runner's life, apart from the store's. */
 const database = (settings: ClusterSettings) =>
   PgClient.layer({
-    url: Redacted.make(settings.databaseUrl),
+    url: Redacted.make(clusterDatabaseUrl(settings.databaseUrl, settings.lockExpirationMs)),
     maxConnections: 16,
     connectTimeout: "10 seconds",
     applicationName: "agent-cluster"
@@ -74,13 +73,16 @@ const oneAtATime = <A, E, R>(prefix: string, layer: Layer.Layer<A, E, R>) =>
     })
   )
 
+/** The database client of the runner storage: its lock connection runs one query at a time (SerialLockConnection.ts). */
+const serialReserve = Layer.effect(SqlClient.SqlClient, Effect.map(SqlClient.SqlClient, withSerialReserve))
+
 /** Sharding over the socket transport, with its storage in the database. */
 const sharding = (settings: ClusterSettings) => {
   const storage = oneAtATime(
     settings.prefix,
     Layer.mergeAll(
       SqlMessageStorage.layerWith({ prefix: settings.prefix }),
-      SqlRunnerStorage.layerWith({ prefix: settings.prefix })
+      SqlRunnerStorage.layerWith({ prefix: settings.prefix }).pipe(Layer.provide(serialReserve))
     )
   ).pipe(Layer.orDie)
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(layerClientProtocol))
@@ -91,86 +93,7 @@ const sharding = (settings: ClusterSettings) => {
   )
 }
 
-const cut = (what: string) => (cause: Cause.Cause<unknown>) =>
-  Effect.die(new Error(`the cluster could not deliver ${what}: ${Cause.pretty(cause)}`))
-
-/** The API's routes that change a running session, sent to the session's owner. */
-const routing = (settings: ClusterSettings) =>
-  Layer.scoped(
-    SessionRouting,
-    Effect.gen(function*() {
-      const client = yield* SessionEntity.client
-      const asks = yield* AskRegistry.make(settings.prefix, `${settings.host}:${settings.port}`)
-      return {
-        prompt: (input) =>
-          client(input.sessionID).Prompt({
-            sessionID: input.sessionID,
-            messageID: input.messageID,
-            parts: input.parts as unknown as ReadonlyArray<Record<string, unknown>>,
-            ...(input.agent !== undefined ? { agent: input.agent } : {}),
-            ...(input.model !== undefined ? { model: input.model } : {}),
-            ...(input.variant !== undefined ? { variant: input.variant } : {}),
-            ...(input.system !== undefined ? { system: input.system } : {}),
-            ...(input.noReply !== undefined ? { noReply: input.noReply } : {}),
-            ...(input.tools !== undefined ? { tools: input.tools } : {}),
-            ...(input.autoApprove !== undefined ? { autoApprove: input.autoApprove } : {}),
-            ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {})
-          }).pipe(
-            Effect.map((result): RunOutcome => ({
-              reason: result.reason,
-              ...(result.error ? { error: result.error } : {}),
-              usage: result.usage
-            })),
-            Effect.catchTags({
-              MailboxFull: (error) => cut("the prompt")(Cause.fail(error)),
-              AlreadyProcessingMessage: (error) => cut("the prompt")(Cause.fail(error)),
-              PersistenceError: (error) => cut("the prompt")(Cause.fail(error))
-            })
-          ) as Effect.Effect<RunOutcome, LoopError | SessionUnavailable>,
-        abort: (sessionID) => client(sessionID).Abort({ sessionID }).pipe(Effect.catchAllCause(cut("the abort"))),
-        permissions: asks.permissions,
-        replyPermission: (input) =>
-          Effect.gen(function*() {
-            const sessionID = yield* asks.sessionOf("permission", input.requestID)
-            if (sessionID === undefined) return yield* new PermissionRequestNotFound({ requestID: input.requestID })
-            return yield* client(sessionID).ReplyPermission(input).pipe(
-              Effect.catchTags({
-                MailboxFull: (error) => cut("the reply")(Cause.fail(error)),
-                AlreadyProcessingMessage: (error) => cut("the reply")(Cause.fail(error)),
-                PersistenceError: (error) => cut("the reply")(Cause.fail(error))
-              })
-            )
-          }),
-        questions: asks.questions,
-        replyQuestion: (requestID, answers) =>
-          Effect.gen(function*() {
-            const sessionID = yield* asks.sessionOf("question", requestID)
-            if (sessionID === undefined) return yield* new QuestionNotFound({ requestID })
-            return yield* client(sessionID).ReplyQuestion({ requestID, answers: answers.map((list) => [...list]) }).pipe(
-              Effect.catchTags({
-                MailboxFull: (error) => cut("the answer")(Cause.fail(error)),
-                AlreadyProcessingMessage: (error) => cut("the answer")(Cause.fail(error)),
-                PersistenceError: (error) => cut("the answer")(Cause.fail(error))
-              })
-            )
-          }),
-        rejectQuestion: (requestID) =>
-          Effect.gen(function*() {
-            const sessionID = yield* asks.sessionOf("question", requestID)
-            if (sessionID === undefined) return yield* new QuestionNotFound({ requestID })
-            return yield* client(sessionID).RejectQuestion({ requestID }).pipe(
-              Effect.catchTags({
-                MailboxFull: (error) => cut("the rejection")(Cause.fail(error)),
-                AlreadyProcessingMessage: (error) => cut("the rejection")(Cause.fail(error)),
-                PersistenceError: (error) => cut("the rejection")(Cause.fail(error))
-              })
-            )
-          })
-      } satisfies SessionRoutingShape
-    })
-  )
-
-export type ClusterServices = SessionLoop | SessionStore | PermissionService | QuestionService | Bus
+export type ClusterServices = SessionLoop | SessionStore | SessionChanges | PermissionService | QuestionService | Bus
 
 /** The runner, its session entities and the routing the API uses; needs the runtime's services. */
 export const layer = (settings: ClusterSettings): Layer.Layer<SessionRouting, never, ClusterServices> => {
@@ -179,7 +102,7 @@ export const layer = (settings: ClusterSettings): Layer.Layer<SessionRouting, ne
   const owner = Layer.unwrapEffect(
     Effect.map(SqlClient.SqlClient, (sql) => SessionOwner.layer(runner, settings.graceMs, (sessionID) => AskRegistry.forget(sql, settings.prefix, sessionID)))
   )
-  return Layer.mergeAll(routing(settings), owner).pipe(
+  return Layer.mergeAll(ClusterRouting.layer(settings), owner).pipe(
     Layer.provide(shards),
     // Built before the sharding, so it outlives the entities' handovers on a stop.
     Layer.provide(RunningTools.layer),

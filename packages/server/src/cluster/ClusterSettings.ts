@@ -65,3 +65,25 @@ export const clusterChoice = (
     }
   }
 }
+
+/**
+ * The URL of the cluster's own connections. Its shard locks are PostgreSQL advisory locks, held
+ * as long as the connection that took them: a killed replica's connections close at once, but those
+ * of a machine that vanished (power, network) stay open on the server until TCP gives up on them,
+ * two hours by Linux's defaults, and its shards with them. The server is told to probe an idle
+ * connection after half the lock expiry and to drop one unanswered for the lock expiry, so
+ * the locks of a vanished replica go about when its heartbeat does (docs/cluster.md, "Failover time").
+ */
+export const clusterDatabaseUrl = (url: string, lockExpirationMs: number): string => {
+  const parsed = new URL(url)
+  const idle = Math.max(1, Math.ceil(lockExpirationMs / 2000))
+  const settings = [
+    `-c tcp_keepalives_idle=${idle}`,
+    "-c tcp_keepalives_interval=1",
+    "-c tcp_keepalives_count=3",
+    `-c tcp_user_timeout=${Math.max(1000, Math.round(lockExpirationMs))}`
+  ]
+  const options = parsed.searchParams.get("options")
+  parsed.searchParams.set("options", [options, ...settings].filter(Boolean).join(" "))
+  return parsed.toString()
+}

@@ -4,7 +4,18 @@
 // progress, which a dead owner no longer has.
 import { ModelNotConfigured, QuestionNotFound } from "@agent/core"
 import { SessionUnavailable } from "./SessionRouting.js"
-import { AgentNotFound, MessageError, MessageID, ModelRef, PermissionReply, PermissionRequestNotFound, SessionID, SessionNotFound } from "@agent/domain"
+import {
+  AgentNotFound,
+  MessageError,
+  MessageID,
+  ModelRef,
+  PartID,
+  PermissionReply,
+  PermissionRequestNotFound,
+  RevertError,
+  SessionID,
+  SessionNotFound
+} from "@agent/domain"
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import * as Rpc from "@effect/rpc/Rpc"
@@ -61,4 +72,39 @@ export const ReplyQuestion = Rpc.make("ReplyQuestion", {
 
 export const RejectQuestion = Rpc.make("RejectQuestion", { payload: { requestID: Schema.String }, error: QuestionNotFound })
 
-export const SessionEntity = Entity.make("AgentSession", [Prompt, Abort, ReplyPermission, ReplyQuestion, RejectQuestion])
+/**
+ * A compaction (`POST /session/:id/summarize`) is a run: the owner runs it after the run in
+ * progress. Not persisted: if the owner dies meanwhile, the sender tries the next owner.
+ */
+export const Compact = Rpc.make("Compact", {
+  payload: { sessionID: SessionID },
+  success: PromptResult,
+  error: Schema.Union(SessionNotFound, AgentNotFound, ModelNotConfigured, SessionUnavailable)
+})
+
+/** What a revert or unrevert put back; the session itself is read from the store. */
+export const RevertResult = Schema.Struct({ restored: Schema.Array(Schema.String), conflicts: Schema.Array(Schema.String) })
+
+/** Revert and unrevert refuse a running session: only the owner knows whether it runs. */
+export const Revert = Rpc.make("Revert", {
+  payload: { sessionID: SessionID, messageID: MessageID, partID: Schema.optional(PartID) },
+  success: RevertResult,
+  error: Schema.Union(RevertError, SessionNotFound, SessionUnavailable)
+})
+
+export const Unrevert = Rpc.make("Unrevert", {
+  payload: { sessionID: SessionID },
+  success: RevertResult,
+  error: Schema.Union(RevertError, SessionNotFound, SessionUnavailable)
+})
+
+export const SessionEntity = Entity.make("AgentSession", [
+  Prompt,
+  Abort,
+  ReplyPermission,
+  ReplyQuestion,
+  RejectQuestion,
+  Compact,
+  Revert,
+  Unrevert
+])

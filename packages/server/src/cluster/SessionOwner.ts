@@ -1,6 +1,14 @@
 // The session entity's handlers: they run on the replica that owns the session and call this
 // process's loop, permission and question services, as one process does.
-import { type PromptInput, type PromptPartInput, QuestionService, PermissionService, SessionLoop, SessionStore } from "@agent/core"
+import {
+  type PromptInput,
+  type PromptPartInput,
+  QuestionService,
+  PermissionService,
+  SessionChanges,
+  SessionLoop,
+  SessionStore
+} from "@agent/core"
 import type { Session, SessionID } from "@agent/domain"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
@@ -73,6 +81,14 @@ const entities = (
       const store = yield* SessionStore
       const permissions = yield* PermissionService
       const questions = yield* QuestionService
+      const changes = yield* SessionChanges
+      /** Revert and unrevert put files back in the project: only where it is visible. */
+      const inProject = <A, E>(sessionID: SessionID, effect: Effect.Effect<A, E>) =>
+        store.get(sessionID).pipe(Effect.flatMap((session) => reachable(session, runner)), Effect.zipRight(effect))
+      const reverted = (result: { readonly restored: ReadonlyArray<string>; readonly conflicts: ReadonlyArray<string> }) => ({
+        restored: [...result.restored],
+        conflicts: [...result.conflicts]
+      })
 
       const run = (input: PromptPayload) =>
         Effect.gen(function*() {
@@ -112,7 +128,27 @@ const entities = (
             ...(payload.message !== undefined ? { message: payload.message } : {})
           }),
         ReplyQuestion: ({ payload }) => questions.reply(payload.requestID, payload.answers),
-        RejectQuestion: ({ payload }) => questions.reject(payload.requestID)
+        RejectQuestion: ({ payload }) => questions.reject(payload.requestID),
+        // A compaction is a run of the session: it waits for the run in progress here.
+        Compact: ({ payload }) =>
+          loop.compact(payload.sessionID).pipe(
+            Effect.map((outcome): PromptResult => ({
+              reason: outcome.reason,
+              ...(outcome.error ? { error: outcome.error } : {}),
+              usage: outcome.usage,
+              runner
+            }))
+          ),
+        Revert: ({ payload }) =>
+          inProject(
+            payload.sessionID,
+            changes.revert({
+              sessionID: payload.sessionID,
+              messageID: payload.messageID,
+              ...(payload.partID !== undefined ? { partID: payload.partID } : {})
+            })
+          ).pipe(Effect.map(reverted)),
+        Unrevert: ({ payload }) => inProject(payload.sessionID, changes.unrevert(payload.sessionID)).pipe(Effect.map(reverted))
       })
     }),
     // A prompt joins the run in progress and an abort reaches it while it runs: messages are not queued behind each other.

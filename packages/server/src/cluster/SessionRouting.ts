@@ -3,7 +3,19 @@
 // SessionRouting when it is in their context, else the local services directly; this file imports
 // nothing of the cluster, so a single process never loads it.
 import type { LoopError, PromptInput, RunOutcome } from "@agent/core"
-import type { PermissionReply, PermissionRequest, PermissionRequestNotFound, QuestionRequest, SessionID } from "@agent/domain"
+import type {
+  MessageID,
+  PartID,
+  PermissionReply,
+  PermissionRequest,
+  PermissionRequestNotFound,
+  QuestionRequest,
+  RevertError,
+  Session,
+  SessionID,
+  SessionNotFound,
+  SessionStatus
+} from "@agent/domain"
 import type { QuestionNotFound } from "@agent/core"
 import { Context, type Effect, Schema } from "effect"
 
@@ -17,6 +29,13 @@ export class SessionUnavailable extends Schema.TaggedError<SessionUnavailable>()
   }
 }
 
+/** What a revert or unrevert did, as SessionChanges answers it. */
+export interface RevertOutcome {
+  readonly session: Session
+  readonly restored: ReadonlyArray<string>
+  readonly conflicts: ReadonlyArray<string>
+}
+
 export interface SessionRoutingShape {
   /** Runs the prompt where the session is owned; the outcome carries no message (read it from the store). */
   readonly prompt: (input: PromptInput & { readonly messageID: NonNullable<PromptInput["messageID"]> }) => Effect.Effect<
@@ -24,6 +43,15 @@ export interface SessionRoutingShape {
     LoopError | SessionUnavailable
   >
   readonly abort: (sessionID: SessionID) => Effect.Effect<void>
+  /** Compacts the session where it is owned, after the run in progress there. */
+  readonly compact: (sessionID: SessionID) => Effect.Effect<RunOutcome, LoopError | SessionUnavailable>
+  /** Reverts where the session is owned: only the owner knows whether it runs (a running session is refused). */
+  readonly revert: (
+    input: { readonly sessionID: SessionID; readonly messageID: MessageID; readonly partID?: PartID }
+  ) => Effect.Effect<RevertOutcome, RevertError | SessionNotFound | SessionUnavailable>
+  readonly unrevert: (sessionID: SessionID) => Effect.Effect<RevertOutcome, RevertError | SessionNotFound | SessionUnavailable>
+  /** The sessions that are not idle, on every live replica. */
+  readonly statuses: () => Effect.Effect<ReadonlyMap<SessionID, SessionStatus>>
   /** Every replica's pending asks. */
   readonly permissions: () => Effect.Effect<ReadonlyArray<PermissionRequest>>
   readonly replyPermission: (

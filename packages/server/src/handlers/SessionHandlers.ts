@@ -1,6 +1,8 @@
 import {
   Bus,
   CommandRegistry,
+  commandPrompt,
+  type ExecuteCommandInput,
   Identifier,
   Instance,
   Permission,
@@ -8,6 +10,7 @@ import {
   type PromptInput,
   type RunOutcome,
   SessionChanges,
+  type RevertInput,
   SessionLoop,
   SessionStore
 } from "@agent/core"
@@ -21,12 +24,14 @@ import {
   type PermissionRuleset,
   type PromptBody,
   ProviderFailedError,
-  type SessionID
+  type RevertError,
+  type SessionID,
+  type SessionNotFound
 } from "@agent/domain"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, FiberSet, Option } from "effect"
 import { readRefusal, shellRefusal, toPromptParts } from "../PromptParts.js"
-import { SessionRouting } from "../cluster/SessionRouting.js"
+import { SessionRouting, type SessionUnavailable } from "../cluster/SessionRouting.js"
 import { badRequest, notFound, revertError, revertResponse } from "./HandlerErrors.js"
 
 /** The services the session routes use, and the checks they share. */
@@ -48,6 +53,28 @@ const sessionContext = Effect.gen(function*() {
       ? routing.prompt(input).pipe(Effect.catchTag("SessionUnavailable", (error) => Effect.fail(BadRequestError.of(error.message))))
       : loop.prompt(input)
   const abort = (id: SessionID) => routing ? routing.abort(id) : loop.abort(id)
+  const unavailable = (error: SessionUnavailable) => Effect.fail(BadRequestError.of(error.message))
+  // On a replica a compaction and a revert run on the session's owner, the one that knows whether it runs.
+  const compact = (id: SessionID) => routing ? routing.compact(id).pipe(Effect.catchTag("SessionUnavailable", unavailable)) : loop.compact(id)
+  const revertFailed = (error: RevertError | SessionNotFound | SessionUnavailable) =>
+    error._tag === "SessionUnavailable" ? BadRequestError.of(error.message) : revertError(error)
+  const revert = (input: RevertInput) => (routing ? routing.revert(input) : changes.revert(input)).pipe(Effect.mapError(revertFailed))
+  const unrevert = (id: SessionID) => (routing ? routing.unrevert(id) : changes.unrevert(id)).pipe(Effect.mapError(revertFailed))
+  /** The sessions that are not idle: on a replica, every replica's. */
+  const statuses = routing ? routing.statuses : loop.statuses
+  /** A command: on a replica it is expanded here and its prompt runs on the session's owner. */
+  const executeCommand = (input: ExecuteCommandInput & { readonly messageID: MessageID }) =>
+    routing
+      ? Effect.gen(function*() {
+        const expanded = yield* commands.expand(input)
+        const outcome = yield* run(commandPrompt(expanded, input, input.messageID))
+        yield* bus.publish({
+          type: "command.executed",
+          properties: { name: expanded.command.name, sessionID: input.sessionID, arguments: input.arguments ?? "", messageID: input.messageID }
+        })
+        return { ...outcome, messageID: input.messageID }
+      })
+      : commands.execute(input)
   const pendingPermissions = routing ? routing.permissions : permissions.list
   const replyPermission = routing ? routing.replyPermission : permissions.reply
   const session = (id: SessionID) => store.get(id).pipe(Effect.mapError(notFound))
@@ -62,6 +89,7 @@ const sessionContext = Effect.gen(function*() {
   /** Rules that arrive over the API are session rules, whatever source they claim. */
   const apiRules = (rules: PermissionRuleset) => Permission.asSession(Permission.strip(rules), "set over the API")
   return {
+    routing,
     store,
     loop,
     commands,
@@ -74,6 +102,11 @@ const sessionContext = Effect.gen(function*() {
     apiRules,
     run,
     abort,
+    compact,
+    revert,
+    unrevert,
+    statuses,
+    executeCommand,
     pendingPermissions,
     replyPermission
   }
@@ -154,13 +187,13 @@ const prompt = (context: SessionContext, id: SessionID, body: PromptBody) =>
 /** `/command`: runs a command of the session's agent; `@path` and shell pieces in its arguments follow the session's rules. */
 const command = (context: SessionContext, id: SessionID, payload: typeof CommandInput.Type) =>
   Effect.gen(function*() {
-    const { commands, instance, rulesFor, session, store } = context
+    const { executeCommand, instance, rulesFor, session, store } = context
     yield* session(id)
     const messageID = payload.messageID ?? (Identifier.ascending("message") as MessageID)
     // `@path` in the arguments reads a file into the message: the same rules as a file part.
     // A shell piece the arguments change runs only when the bash rules allow it without asking.
     const ruleset = payload.arguments.trim() === "" ? undefined : yield* rulesFor(id, payload.agent)
-    const outcome = yield* announce(context.bus, id, messageID, commands.execute({
+    const outcome = yield* announce(context.bus, id, messageID, executeCommand({
       sessionID: id,
       command: payload.command,
       arguments: payload.arguments,
@@ -185,13 +218,17 @@ const command = (context: SessionContext, id: SessionID, payload: typeof Command
       })
     )
     if (outcome.message) return outcome.message
-    return yield* store.getMessage(id, outcome.messageID).pipe(Effect.mapError(notFound))
+    // Run on another replica: the answer is in the store.
+    const messages = context.routing ? yield* store.messages(id) : []
+    const answer = messages.findLast((message) => message.info.role === "assistant" && message.info.parentID === outcome.messageID)
+    return answer ?? (yield* store.getMessage(id, outcome.messageID).pipe(Effect.mapError(notFound)))
   })
 
 export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handlers) =>
   Effect.gen(function*() {
     const context = yield* sessionContext
-    const { abort, apiRules, background, changes, instance, loop, pendingPermissions, replyPermission, rulesFor, session, store } = context
+    const { abort, apiRules, background, changes, compact, instance, loop, pendingPermissions, replyPermission, revert, rulesFor, session, statuses, store, unrevert } =
+      context
     return handlers
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -213,8 +250,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
             ...(payload.permission !== undefined ? { permission: apiRules(payload.permission) } : {})
           })
         }))
-      .handle("status", () =>
-        loop.statuses().pipe(Effect.map((statuses) => Object.fromEntries(statuses))))
+      .handle("status", () => statuses().pipe(Effect.map((found) => Object.fromEntries(found))))
       .handle("get", ({ path }) => session(path.id))
       .handle("update", ({ path, payload }) =>
         store.update(path.id, {
@@ -233,13 +269,13 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
       .handle("todo", ({ path }) => session(path.id).pipe(Effect.zipRight(store.todos(path.id))))
       .handle("diff", ({ path }) => changes.diff(path.id).pipe(Effect.mapError(notFound)))
       .handle("revert", ({ path, payload }) =>
-        changes.revert({
+        revert({
           sessionID: path.id,
           messageID: payload.messageID,
           ...(payload.partID !== undefined ? { partID: payload.partID } : {})
-        }).pipe(Effect.mapError(revertError), Effect.map(revertResponse)))
+        }).pipe(Effect.map(revertResponse)))
       .handle("unrevert", ({ path }) =>
-        changes.unrevert(path.id).pipe(Effect.mapError(revertError), Effect.map(revertResponse)))
+        unrevert(path.id).pipe(Effect.map(revertResponse)))
       .handle("messages", ({ path, urlParams }) =>
         Effect.gen(function*() {
           yield* session(path.id)
@@ -270,7 +306,7 @@ export const SessionHandlers = HttpApiBuilder.group(AgentApi, "session", (handle
         ))
       .handle("summarize", ({ path }) =>
         session(path.id).pipe(
-          Effect.zipRight(loop.compact(path.id)),
+          Effect.zipRight(compact(path.id)),
           Effect.catchTags({
             SessionNotFound: (error) => Effect.fail(notFound(error)),
             AgentNotFound: (error) => Effect.fail(badRequest(error)),
