@@ -107,7 +107,7 @@ const lockIsStale = (lock: string): boolean => {
   try {
     const stat = fs.statSync(lock)
     if (Date.now() - stat.mtimeMs > LOCK_STALE_MS) return true
-    const [pid, start] = fs.readFileSync(path.join(lock, "holder"), "utf8").split(" ")
+    const [pid, start] = fs.readFileSync(path.join(lock, "holder"), "utf8").trim().split(/\s+/)
     return pid !== undefined && start !== undefined && start !== "" && !running(Number(pid), start)
   } catch {
     // Gone (take it again at once), or its holder has not written its name yet (wait).
