@@ -13,7 +13,7 @@ import { type Holding, Placeholders } from "./Placeholders.js"
 import * as NetworkProxy from "./NetworkProxy.js"
 import { type Capabilities, probe } from "./Probe.js"
 import { type Blocked, blockedWrites, networkFailures } from "./Report.js"
-import { type KeptCommand, type KeptHandlers, KeptSandbox } from "./KeptSandbox.js"
+import { type KeptCommand, type KeptHandlers, KeptSandbox, keepIdleMsOf } from "./KeptSandbox.js"
 import { SUPERVISOR_SCRIPT } from "./Supervisor.js"
 import { describeNetwork, resolveSettings, type SandboxSettings } from "./Settings.js"
 import { toolOutputDirectory } from "../tool/Truncation.js"
@@ -108,23 +108,9 @@ export interface SandboxOptions {
   /**
    * Keep a sandbox per shape alive between the bash tool's commands and start each command inside it
    * (docs/sandbox.md, "A kept sandbox"), closed after this many idle milliseconds. 0: a bubblewrap per
-   * command. Default: `AGENT_SANDBOX_KEEP_MS` of the instance's environment, else `DEFAULT_KEEP_IDLE_MS`.
+   * command. Default: `AGENT_SANDBOX_KEEP_MS` of the instance's environment, else `DEFAULT_KEEP_IDLE_MS` (KeptSandbox.ts).
    */
   readonly keepIdleMs?: number
-}
-
-/** How long a kept sandbox waits for the next command by default: a pause to read or think, not a lunch break. */
-export const DEFAULT_KEEP_IDLE_MS = 120_000
-
-/**
- * `keepIdleMs` from the options, else from `AGENT_SANDBOX_KEEP_MS` when that is a whole number (0: no kept
- * sandbox), else the default.
- */
-export const keepIdleMsOf = (options: SandboxOptions, env: Readonly<Record<string, string | undefined>>): number => {
-  if (options.keepIdleMs !== undefined) return Math.max(0, options.keepIdleMs)
-  const text = env.AGENT_SANDBOX_KEEP_MS?.trim() ?? ""
-  const value = Number(text)
-  return text !== "" && Number.isInteger(value) && value >= 0 ? value : DEFAULT_KEEP_IDLE_MS
 }
 
 /** Directories from the work-tree root down to the working directory (only the directory outside git). */

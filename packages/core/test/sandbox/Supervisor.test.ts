@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { DEFAULT_KEEP_IDLE_MS, keepIdleMsOf } from "../../src/sandbox/Sandbox.js"
+import { DEFAULT_KEEP_IDLE_MS, keepIdleMsOf } from "../../src/sandbox/KeptSandbox.js"
 import { encodeRequest, readSupervisorLine } from "../../src/sandbox/Supervisor.js"
 
 describe("kept sandbox: the supervisor's protocol", () => {
