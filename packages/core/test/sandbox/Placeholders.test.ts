@@ -28,6 +28,14 @@ const absent = (project: string, ...names: Array<string>): Array<Mount> => [
   ...names.map((name): Mount => ({ path: path.join(project, name), kind: "placeholder" }))
 ]
 
+const isLink = (file: string) => {
+  try {
+    return fs.lstatSync(file).isSymbolicLink()
+  } catch {
+    return false
+  }
+}
+
 /** A pid that no process has now, with a start time: a writer that is gone. */
 const deadWriter = () => {
   const child = spawnSync("/bin/true")
@@ -151,8 +159,7 @@ describe("placeholders: the registry's lock", () => {
     const { cleanup, registry } = fresh()
     try {
       const writer = deadWriter()
-      fs.mkdirSync(path.join(registry, "lock"))
-      fs.writeFileSync(path.join(registry, "lock", "holder"), `${writer.pid} ${writer.start}`)
+      fs.symlinkSync(`${writer.pid} ${writer.start}`, path.join(registry, "lock"))
       expect(withLock(registry, () => "ran")).toBe("ran")
       expect(fs.existsSync(path.join(registry, "lock"))).toBe(false)
     } finally {
@@ -168,10 +175,10 @@ describe("placeholders: the registry's lock", () => {
         const done = path.join(registry, "done")
         const holder = spawn("/bin/sh", [
           "-c",
-          `mkdir "${registry}/lock" && echo "$$ $(cut -d' ' -f22 /proc/$$/stat)" > "${registry}/lock/holder" && sleep 0.3 && : > "${done}" && rm -rf "${registry}/lock"`
+          `ln -s "$$ $(cut -d' ' -f22 /proc/$$/stat)" "${registry}/lock" && sleep 0.3 && : > "${done}" && rm -f "${registry}/lock"`
         ])
-        for (let waited = 0; waited < 3_000 && !fs.existsSync(path.join(registry, "lock", "holder")); waited += 10) yield* Effect.sleep("10 millis")
-        const seen = withLock(registry, () => ({ done: fs.existsSync(done), holder: fs.readFileSync(path.join(registry, "lock", "holder"), "utf8") }))
+        for (let waited = 0; waited < 3_000 && !isLink(path.join(registry, "lock")); waited += 10) yield* Effect.sleep("10 millis")
+        const seen = withLock(registry, () => ({ done: fs.existsSync(done), holder: fs.readlinkSync(path.join(registry, "lock")) }))
         expect(seen.done).toBe(true)
         expect(seen.holder.split(" ")[0]).toBe(String(process.pid))
         yield* Effect.promise(() => new Promise((resolve) => holder.once("exit", resolve)))
