@@ -15,7 +15,7 @@ import { which } from "../../src/sandbox/Probe.js"
  */
 const real = which("bwrap", process.env.PATH) !== undefined || process.env.CI !== undefined
 const WORKER = path.join(import.meta.dirname, "fixtures/placeholder-worker.mjs")
-const ROUNDS = 20
+const ROUNDS = 12
 
 const worker = (directory: string, keepIdleMs: number, name: string) =>
   Effect.async<{ failures: Array<string> }>((resume) => {
