@@ -1,9 +1,9 @@
 /**
  * Sandbox benchmark: the time the sandbox adds to a command, printed as tables.
  * - through the bash tool, as the model calls it: `true` and `ls -R` over a project of 100
- *   files, with `sandbox.mode` "off", with the default sandbox (workspace-write, no network; a
- *   bubblewrap per command) and with the kept sandbox (`keepIdleMs`: one bubblewrap, commands started
- *   inside by its supervisor);
+ *   files, with `sandbox.mode` "off", with a sandbox per command (workspace-write, no network;
+ *   `keepIdleMs: 0`, a bubblewrap each) and with the default, the kept sandbox (one bubblewrap, commands
+ *   started inside by its supervisor);
  * - the process alone: `bash -c true` spawned as is and through the sandbox's launch (bubblewrap,
  *   its namespaces and mounts, and the keeper that waits for background jobs).
  * Runs are interleaved (off, on, off, on, ...; the order flips every round) so a busy spell of the
@@ -83,11 +83,13 @@ const program = Effect.gen(function*() {
   const instance = Layer.succeed(Instance, info)
   const config = ConfigService.layerFromInfo({ config: {}, sources: [], warnings: [], directories: [], origin: () => undefined })
   const deps = yield* Layer.build(
-    Layer.mergeAll(Sandbox.layer, Truncation.layer.pipe(Layer.provide(config))).pipe(Layer.provideMerge(Layer.merge(instance, Bus.layer)))
+    Layer.mergeAll(Sandbox.layerWith({ keepIdleMs: 0 }), Truncation.layer.pipe(Layer.provide(config))).pipe(
+      Layer.provideMerge(Layer.merge(instance, Bus.layer))
+    )
   )
   const sandbox = Context.get(deps, Sandbox)
   const keptDeps = yield* Layer.build(
-    Layer.mergeAll(Sandbox.layerWith({ keepIdleMs: 600_000 }), Truncation.layer.pipe(Layer.provide(config))).pipe(
+    Layer.mergeAll(Sandbox.layer, Truncation.layer.pipe(Layer.provide(config))).pipe(
       Layer.provideMerge(Layer.merge(instance, Bus.layer))
     )
   )
@@ -124,7 +126,7 @@ const program = Effect.gen(function*() {
     for (const which of ["on", "kept"] as const) {
       const added = samples[which].map((value, index) => value - samples.off[index]!)
       toolRows.push([
-        `bash tool${which === "kept" ? " (kept sandbox)" : ""}: ${command}${command === "ls -R" ? " (100 files)" : ""}`,
+        `bash tool${which === "kept" ? " (kept sandbox, the default)" : " (a sandbox per command)"}: ${command}${command === "ls -R" ? " (100 files)" : ""}`,
         ms(median(samples.off)),
         ms(median(samples[which])),
         ms(median(added)),

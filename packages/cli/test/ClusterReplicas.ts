@@ -62,10 +62,8 @@ export const replicas = (
     // In the project, where the commands run (a file outside it would need an approval).
     const model = yield* MockOpenAIServer.start(Array.from({ length: 400 }, () => respond("calls.log", sleep)))
     const prefix = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
-    // Without the OS sandbox: with three processes in one project, bwrap sometimes missed a path
-    // (`.agent`) another had not made yet; the sandbox has its own tests.
+    // With the OS sandbox as it is by default: three processes in one project share its placeholders.
     const box = yield* project(model.url, {
-      sandbox: { mode: "off" },
       ...config,
       cluster: { prefix, shards: 12, lock_expiration_seconds: 4, grace_seconds: 20, ...extra }
     })

@@ -85,6 +85,11 @@ export interface BwrapOptions {
   readonly argv: ReadonlyArray<string>
   /** The POSIX shell that runs the keeper. */
   readonly sh?: string
+  /**
+   * A file bubblewrap's init holds a lock on while the sandbox lives: the manifest of the placeholders
+   * it relies on (Placeholders.ts), so other processes know from /proc/locks that it still runs.
+   */
+  readonly lockFile?: string
 }
 
 export const bwrapArgs = (options: BwrapOptions): Array<string> => {
@@ -100,6 +105,7 @@ export const bwrapArgs = (options: BwrapOptions): Array<string> => {
   // jobs outlive their command without a keeper process; it reports the command's exit code on the
   // status fd and holds the sync fd open until the last process of the sandbox has ended.
   if (bwrapReports(options)) args.push("--json-status-fd", String(STATUS_FD), "--sync-fd", String(SYNC_FD))
+  if (options.lockFile !== undefined) args.push("--lock-file", options.lockFile)
   args.push("--cap-drop", "ALL", "--chdir", options.cwd, "--")
   if (options.proxySocket === undefined) return [...args, ...options.argv]
   const sh = options.sh ?? "/bin/sh"

@@ -26,6 +26,20 @@ export interface KeptCommand {
   readonly detach: () => void
 }
 
+/** How long a kept sandbox waits for the next command by default: a pause to read or think, not a lunch break. */
+export const DEFAULT_KEEP_IDLE_MS = 120_000
+
+/**
+ * `keepIdleMs` from the options, else from `AGENT_SANDBOX_KEEP_MS` when that is a whole number (0: no kept
+ * sandbox), else the default.
+ */
+export const keepIdleMsOf = (options: { readonly keepIdleMs?: number }, env: Readonly<Record<string, string | undefined>>): number => {
+  if (options.keepIdleMs !== undefined) return Math.max(0, options.keepIdleMs)
+  const text = env.AGENT_SANDBOX_KEEP_MS?.trim() ?? ""
+  const value = Number(text)
+  return text !== "" && Number.isInteger(value) && value >= 0 ? value : DEFAULT_KEEP_IDLE_MS
+}
+
 export type KeptState = "starting" | "ready" | "retired" | "ended"
 
 /** How long a retiring sandbox is waited for when its layer closes (its background jobs may keep it longer). */

@@ -9,11 +9,11 @@ import { Bus } from "../runtime/Bus.js"
 import { Instance, type InstanceInfo } from "../runtime/Instance.js"
 import { bwrapArgs, bwrapReports, keeperReports, NO_PROXY_VARIABLES, proxyEnv, SYNC_FD } from "./Bwrap.js"
 import { isWithin, type Layout, layout } from "./Layout.js"
-import { Placeholders } from "./Placeholders.js"
+import { type Holding, Placeholders } from "./Placeholders.js"
 import * as NetworkProxy from "./NetworkProxy.js"
 import { type Capabilities, probe } from "./Probe.js"
 import { type Blocked, blockedWrites, networkFailures } from "./Report.js"
-import { type KeptCommand, type KeptHandlers, KeptSandbox } from "./KeptSandbox.js"
+import { type KeptCommand, type KeptHandlers, KeptSandbox, keepIdleMsOf } from "./KeptSandbox.js"
 import { SUPERVISOR_SCRIPT } from "./Supervisor.js"
 import { describeNetwork, resolveSettings, type SandboxSettings } from "./Settings.js"
 import { toolOutputDirectory } from "../tool/Truncation.js"
@@ -73,7 +73,10 @@ export interface Launch {
   readonly syncFd: boolean
   /** Ties the launch's resources (placeholders, proxy) to the process: freed when it exits. */
   readonly started: (child: ChildProcess) => Effect.Effect<void>
-  /** Frees them now: the process did not start, or has exited. Safe to call more than once. */
+  /**
+   * Frees them now when the process did not start; once `started`, they go when the sandbox has ended
+   * (its background jobs too) or with the layer. Safe to call more than once.
+   */
   readonly release: Effect.Effect<void>
   /** What the sandbox blocked, from the command's output and the proxy; published as `sandbox.blocked`. */
   readonly blocked: (output: string) => Effect.Effect<ReadonlyArray<Blocked>>
@@ -105,16 +108,9 @@ export interface SandboxOptions {
   /**
    * Keep a sandbox per shape alive between the bash tool's commands and start each command inside it
    * (docs/sandbox.md, "A kept sandbox"), closed after this many idle milliseconds. 0: a bubblewrap per
-   * command. Default: `AGENT_SANDBOX_KEEP_MS` of the instance's environment, else 0.
+   * command. Default: `AGENT_SANDBOX_KEEP_MS` of the instance's environment, else `DEFAULT_KEEP_IDLE_MS` (KeptSandbox.ts).
    */
   readonly keepIdleMs?: number
-}
-
-/** `keepIdleMs` from the options, else from `AGENT_SANDBOX_KEEP_MS` when that is a whole number, else 0 (off). */
-export const keepIdleMsOf = (options: SandboxOptions, env: Readonly<Record<string, string | undefined>>): number => {
-  if (options.keepIdleMs !== undefined) return Math.max(0, options.keepIdleMs)
-  const value = Number(env.AGENT_SANDBOX_KEEP_MS ?? "")
-  return Number.isInteger(value) && value > 0 ? value : 0
 }
 
 /** Directories from the work-tree root down to the working directory (only the directory outside git). */
@@ -213,8 +209,14 @@ function make(options: SandboxOptions) {
       }),
       (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
     )
-    Placeholders.removeStale(dirs)
-    const placeholders = yield* Effect.acquireRelease(Effect.sync(() => new Placeholders()), (held) => Effect.sync(() => held.removeAll()))
+    const placeholders = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const registry = new Placeholders(Placeholders.directory())
+        registry.collect(dirs)
+        return registry
+      }),
+      (registry) => Effect.sync(() => registry.close())
+    )
 
     const deps: SandboxDeps = {
       instance,
@@ -230,7 +232,8 @@ function make(options: SandboxOptions) {
           configDirs: dirs,
           temporary,
           scratch,
-          internal: [state]
+          // The registry too: a command must not remove another sandbox's manifest.
+          internal: [state, placeholders.dir]
         }),
       state,
       empty: path.join(state, "empty"),
@@ -295,10 +298,11 @@ const prepareLaunch = (deps: SandboxDeps, request: SandboxRequest) =>
     }
     const scope = yield* Scope.fork(deps.layerScope, ExecutionStrategy.sequential)
     const release = Scope.close(scope, Exit.void)
+    let spawned = false
     const computed = deps.layoutOf(settings)
-    const mounts = deps.placeholders.holdFor(computed.mounts)
-    const holding = mounts.filter((mount) => mount.kind === "placeholder").map((mount) => mount.path)
-    yield* Scope.addFinalizer(scope, Effect.sync(() => holding.forEach((file) => deps.placeholders.letGo(file))))
+    const holding = deps.placeholders.hold(computed.mounts)
+    const mounts = holding.mounts
+    yield* Scope.addFinalizer(scope, Effect.sync(() => deps.placeholders.release(holding, true)))
     const hosts = settings.network.kind === "hosts" ? settings.network.hosts : undefined
     const proxy = hosts === undefined
       ? undefined
@@ -320,7 +324,8 @@ const prepareLaunch = (deps: SandboxDeps, request: SandboxRequest) =>
       isolateNetwork: settings.network.kind !== "all",
       ...(proxy ? { proxySocket: proxy.socket } : {}),
       keeper: request.keeper,
-      argv: request.argv
+      argv: request.argv,
+      ...(holding.manifest === undefined ? {} : { lockFile: holding.manifest })
     }
     const syncFd = bwrapReports(bwrap)
     return {
@@ -331,9 +336,18 @@ const prepareLaunch = (deps: SandboxDeps, request: SandboxRequest) =>
       statusFd: syncFd || keeperReports(bwrap),
       syncFd,
       // What the sandbox holds is freed when its last process has ended: with background jobs, after the command.
+      // bubblewrap itself exits when the command does, its init only when the last background job has:
+      // once started, what the sandbox holds goes at the sandbox's end (a placeholder removed earlier would
+      // uncover the name to the jobs), or with the layer.
       started: (child) =>
-        sandboxEnded(child, syncFd).pipe(Effect.andThen(release), Effect.catchAllCause(Effect.logError), Effect.forkIn(deps.layerScope), Effect.asVoid),
-      release,
+        Effect.sync(() => (spawned = true)).pipe(
+          Effect.andThen(sandboxEnded(child, syncFd)),
+          Effect.andThen(release),
+          Effect.catchAllCause(Effect.logError),
+          Effect.forkIn(deps.layerScope),
+          Effect.asVoid
+        ),
+      release: Effect.suspend(() => (spawned ? Effect.void : release)),
       blocked: (output) => reportBlocked(deps, request, mounts, proxy?.blocked() ?? [], output)
     } satisfies Launch
   })
@@ -347,31 +361,18 @@ const keptLaunch = (deps: SandboxDeps, request: SandboxRequest, found: Capabilit
     const { settings } = request.plan
     const computed = deps.layoutOf(settings)
     const isolateNetwork = settings.network.kind !== "all"
-    const key = JSON.stringify([deps.placeholders.seen(computed.mounts), found.proc, isolateNetwork])
-    let kept = deps.kept.get(key)
+    const keyOf = (mounts: Layout["mounts"]) => JSON.stringify([mounts, found.proc, isolateNetwork])
+    let kept = deps.kept.get(keyOf(deps.placeholders.seen(computed.mounts)))
     if (kept === undefined) {
-      const mounts = deps.placeholders.holdFor(computed.mounts)
-      const holding = mounts.filter((mount) => mount.kind === "placeholder").map((mount) => mount.path)
-      const args = bwrapArgs({
-        layout: { mounts, missing: computed.missing },
-        empty: deps.empty,
-        cwd: deps.instance.directory,
-        proc: found.proc,
-        isolateNetwork,
-        keeper: "wait",
-        argv: [process.execPath, "-e", SUPERVISOR_SCRIPT]
-      })
-      const started: KeptSandbox = new KeptSandbox(found.bwrap!.path, args, { PATH: deps.instance.env.PATH ?? "/usr/bin:/bin" }, deps.keepIdleMs, () => {
-        if (deps.kept.get(key)?.sandbox === started) deps.kept.delete(key)
-      })
-      kept = { sandbox: started, mounts }
-      deps.kept.set(key, kept)
-      deps.keptAll.add(started)
-      // What it holds is freed when its last process has ended.
-      void started.gone.then(() => {
-        deps.keptAll.delete(started)
-        holding.forEach((file) => deps.placeholders.letGo(file))
-      })
+      // Matched on the mounts as held: a placeholder another process holds looks present until then.
+      const holding = deps.placeholders.hold(computed.mounts)
+      const key = keyOf(holding.mounts)
+      kept = deps.kept.get(key)
+      if (kept !== undefined) deps.placeholders.release(holding, true)
+      else {
+        kept = startKept(deps, key, holding, computed.missing, found, isolateNetwork)
+        deps.kept.set(key, kept)
+      }
     }
     const { mounts, sandbox: instance } = kept
     const up = yield* Effect.either(Effect.tryPromise(() => instance.ready))
@@ -400,6 +401,36 @@ const keptLaunch = (deps: SandboxDeps, request: SandboxRequest, found: Capabilit
       kept: { run: (handlers) => instance.run({ argv: request.argv, cwd: request.cwd, env: request.env }, handlers) }
     } satisfies Launch
   })
+
+/** A kept sandbox for the mounts of `holding`, which it lets go when its last process has ended. */
+const startKept = (
+  deps: SandboxDeps,
+  key: string,
+  holding: Holding,
+  missing: Layout["missing"],
+  found: Capabilities,
+  isolateNetwork: boolean
+) => {
+  const args = bwrapArgs({
+    layout: { mounts: holding.mounts, missing },
+    empty: deps.empty,
+    cwd: deps.instance.directory,
+    proc: found.proc,
+    isolateNetwork,
+    keeper: "wait",
+    argv: [process.execPath, "-e", SUPERVISOR_SCRIPT],
+    ...(holding.manifest === undefined ? {} : { lockFile: holding.manifest })
+  })
+  const started: KeptSandbox = new KeptSandbox(found.bwrap!.path, args, { PATH: deps.instance.env.PATH ?? "/usr/bin:/bin" }, deps.keepIdleMs, () => {
+    if (deps.kept.get(key)?.sandbox === started) deps.kept.delete(key)
+  })
+  deps.keptAll.add(started)
+  void started.gone.then(() => {
+    deps.keptAll.delete(started)
+    deps.placeholders.release(holding, true)
+  })
+  return { sandbox: started, mounts: holding.mounts }
+}
 
 /** What the sandbox blocked, from the output and the proxy, once each; published as `sandbox.blocked`. */
 const reportBlocked = (

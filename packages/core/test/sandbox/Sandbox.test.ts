@@ -1,7 +1,7 @@
 import type { BusEventOf, PermissionRequest, SandboxConfig, ToolPart } from "@agent/domain"
 import { ScriptedModel, TestInstance, TestRuntime, TestToolContext } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Logger, Stream } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Logger, Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
@@ -31,9 +31,12 @@ const real = BWRAP !== undefined || process.env.CI !== undefined
 
 /**
  * The bash tool in a fresh test dir whose own `tmp/` is the system temp dir of the sandbox, so
- * that the rest of the test dir (under /tmp) is outside everything writable.
+ * that the rest of the test dir (under /tmp) is outside everything writable. `keepIdleMs` as the
+ * layer takes it (unset: the default, a kept sandbox); `close` ends the runtime's sandbox layer.
  */
-const setup = (options: { readonly files?: Record<string, string | object>; readonly env?: Record<string, string> } = {}) =>
+const setup = (
+  options: { readonly files?: Record<string, string | object>; readonly env?: Record<string, string>; readonly keepIdleMs?: number } = {}
+) =>
   Effect.gen(function*() {
     const box = yield* TestInstance.sandbox({
       ...(options.files ? { files: options.files } : {}),
@@ -44,11 +47,15 @@ const setup = (options: { readonly files?: Record<string, string | object>; read
     const instance = Layer.succeed(Instance, { ...box.instance, env: { ...box.instance.env, TMPDIR: box.path("tmp") } })
     const config = ConfigService.layerFromInfo({ config: {}, sources: [], warnings: [], directories: [], origin: () => undefined })
     const base = Layer.merge(instance, Bus.layer)
-    const deps = yield* Layer.build(
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const keep = options.keepIdleMs === undefined ? {} : { keepIdleMs: options.keepIdleMs }
+    const deps = yield* Layer.buildWithScope(
       Layer.mergeAll(
-        Sandbox.layerWith({ temporary: [box.path("tmp")] }),
+        Sandbox.layerWith({ temporary: [box.path("tmp")], ...keep }),
         Truncation.layer.pipe(Layer.provide(config))
-      ).pipe(Layer.provideMerge(base))
+      ).pipe(Layer.provideMerge(base)),
+      scope
     )
     const tool = yield* Effect.provide(Bash.make, deps)
     const bus = Context.get(deps, Bus)
@@ -57,8 +64,11 @@ const setup = (options: { readonly files?: Record<string, string | object>; read
       Stream.runForEach((event) => Effect.sync(() => blocked.push(event.properties))),
       Effect.forkScoped
     )
-    return { box, tool, blocked }
+    return { box, tool, blocked, close: Scope.close(scope, Exit.void) }
   })
+
+/** The absent config names of a project with none: each is held by a placeholder while a sandbox relies on it. */
+const ABSENT = ["opencode.json", ".agent", ".opencode", ".claude", ".agents", "agent.jsonc", "opencode.jsonc"]
 
 const run = (tool: Tool.AnyTool, command: string, sandbox?: SandboxConfig, extra: Record<string, unknown> = {}) =>
   tool.execute(
@@ -107,9 +117,13 @@ describe.runIf(real)("sandbox: files", () => {
       fs.rmSync(scratch)
     }))
 
-  it.scopedLive(".git and the agent's config and instructions cannot be changed or created from bash; nothing is left behind", () =>
+  it.scopedLive.each([
+    ["a sandbox per command", 0],
+    ["a kept sandbox (the default)", undefined]
+  ] as const)(".git and the agent's config and instructions cannot be changed or created from bash; nothing is left behind (%s)", ([, keepIdleMs]) =>
     Effect.gen(function*() {
-      const { box, tool } = yield* setup({
+      const { box, close, tool } = yield* setup({
+        ...(keepIdleMs === undefined ? {} : { keepIdleMs }),
         files: {
           "project/.git/config": "[core]\n",
           "project/agent.json": { permission: { bash: "ask" } },
@@ -135,13 +149,24 @@ describe.runIf(real)("sandbox: files", () => {
       expect(JSON.parse(read(box.path("project/agent.json"))!)).toEqual({ permission: { bash: "ask" } })
       expect(read(box.path("project/AGENTS.md"))).toBe("Be careful.\n")
       expect(fs.existsSync(box.path("project/moved.json"))).toBe(false)
-      // Held while the command ran, gone once it ended.
-      for (const absent of ["opencode.json", ".agent", ".opencode", ".claude", ".agents", "agent.jsonc", "opencode.jsonc"]) {
-        expect(fs.existsSync(box.path(`project/${absent}`)), absent).toBe(false)
-      }
       const targets = (result.metadata?.blocked as Array<{ target: string }>).map((entry) => entry.target)
       for (const file of [".git/config", "agent.json", "AGENTS.md", "opencode.json"]) expect(targets).toContain(box.path(`project/${file}`))
       expect(targets.some((target) => target.startsWith(box.path("project/.agent")))).toBe(true)
+      if (keepIdleMs === 0) {
+        // Held while the command ran, gone once it ended.
+        for (const absent of ABSENT) expect(fs.existsSync(box.path(`project/${absent}`)), absent).toBe(false)
+      } else {
+        // Held while the kept sandbox lives (empty, so the config loader ignores them), and still not creatable
+        // by the next command in it.
+        for (const absent of ABSENT) expect(fs.readdirSync(box.path(`project/${absent}`)), absent).toEqual([])
+        const again = yield* run(tool, "echo '{}' > opencode.json; mkdir -p .agent/tools; echo done")
+        expect(again.output).toContain("done")
+        expect(fs.readdirSync(box.path("project/.agent"))).toEqual([])
+        expect(fs.statSync(box.path("project/opencode.json")).isDirectory()).toBe(true)
+        // Gone with the runtime's sandbox.
+        yield* close
+        for (const absent of ABSENT) expect(fs.existsSync(box.path(`project/${absent}`)), absent).toBe(false)
+      }
     }))
 
   it.scopedLive("a protected path listed in `writable` can be changed: configured otherwise", () =>
@@ -324,7 +349,8 @@ describe.runIf(real)("sandbox: processes", () => {
     Effect.gen(function*() {
       // The project has no .agent/ nor opencode.json: each sandbox protects them with a placeholder.
       const box = yield* TestInstance.sandbox({})
-      const layer = Sandbox.layer.pipe(Layer.provide(Layer.merge(Layer.succeed(Instance, box.instance), Bus.layer)))
+      // A sandbox per command: these are the launches spawned here.
+      const layer = Sandbox.layerWith({ keepIdleMs: 0 }).pipe(Layer.provide(Layer.merge(Layer.succeed(Instance, box.instance), Bus.layer)))
       const sandbox = yield* Effect.provide(Sandbox, yield* Layer.build(layer))
       const plan = yield* sandbox.plan(undefined)
       expect(plan.active).toBe(true)
@@ -350,7 +376,8 @@ describe.runIf(real)("sandbox: processes", () => {
 
   it.scopedLive("a background job outlives its command, as it would unsandboxed; what the sandbox held goes with it", () =>
     Effect.gen(function*() {
-      const { box, tool } = yield* setup()
+      // A sandbox per command: it ends with the job (a kept sandbox's placeholders live as long as it does: Kept.test.ts).
+      const { box, tool } = yield* setup({ keepIdleMs: 0 })
       const started = Date.now()
       const result = yield* run(tool, "(sleep 0.5; echo later > bg.txt) > /dev/null 2>&1 & echo started")
       expect(result.output).toBe("started\n")

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { keepIdleMsOf } from "../../src/sandbox/Sandbox.js"
+import { DEFAULT_KEEP_IDLE_MS, keepIdleMsOf } from "../../src/sandbox/KeptSandbox.js"
 import { encodeRequest, readSupervisorLine } from "../../src/sandbox/Supervisor.js"
 
 describe("kept sandbox: the supervisor's protocol", () => {
@@ -35,12 +35,14 @@ describe("kept sandbox: the supervisor's protocol", () => {
 
 describe("kept sandbox: idle time", () => {
   it.each([
-    [{}, {}, 0],
+    [{}, {}, DEFAULT_KEEP_IDLE_MS],
     [{}, { AGENT_SANDBOX_KEEP_MS: "30000" }, 30_000],
     [{}, { AGENT_SANDBOX_KEEP_MS: "0" }, 0],
-    [{}, { AGENT_SANDBOX_KEEP_MS: "soon" }, 0],
-    [{}, { AGENT_SANDBOX_KEEP_MS: "-5" }, 0],
-    [{}, { AGENT_SANDBOX_KEEP_MS: "1.5" }, 0],
+    [{}, { AGENT_SANDBOX_KEEP_MS: " 0 " }, 0],
+    [{}, { AGENT_SANDBOX_KEEP_MS: "" }, DEFAULT_KEEP_IDLE_MS],
+    [{}, { AGENT_SANDBOX_KEEP_MS: "soon" }, DEFAULT_KEEP_IDLE_MS],
+    [{}, { AGENT_SANDBOX_KEEP_MS: "-5" }, DEFAULT_KEEP_IDLE_MS],
+    [{}, { AGENT_SANDBOX_KEEP_MS: "1.5" }, DEFAULT_KEEP_IDLE_MS],
     [{ keepIdleMs: 500 }, { AGENT_SANDBOX_KEEP_MS: "30000" }, 500],
     [{ keepIdleMs: 0 }, { AGENT_SANDBOX_KEEP_MS: "30000" }, 0]
   ])("options %j, env %j: %d ms", (options, env, expected) => {
