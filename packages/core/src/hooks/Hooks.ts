@@ -114,11 +114,9 @@ export const listed = (loaded: Effect.Effect.Success<typeof loadHooks>): Readonl
 const commandLauncherFor = (hooks: ReadonlyArray<ConfiguredHook>, cwd: string, env: Readonly<Record<string, string | undefined>>) => {
   const perEvent = new Map<HookEventName, number>()
   for (const hook of hooks) if (hook.handler.type === "command") perEvent.set(hook.event, (perEvent.get(hook.event) ?? 0) + 1)
-  if (perEvent.size === 0 || isEnvOff(env.AGENT_HOOK_LAUNCHER)) return Effect.succeed(undefined)
+  if (perEvent.size === 0 || env.AGENT_HOOK_LAUNCHER === "off") return Effect.succeed(undefined)
   return CommandLauncher.make({ cwd, env, warm: Math.min(4, Math.max(...perEvent.values())) })
 }
-
-const isEnvOff = (value: string | undefined) => value !== undefined && ["off", "0", "false", "no"].includes(value.trim().toLowerCase())
 
 function make() {
   return Effect.gen(function*() {
