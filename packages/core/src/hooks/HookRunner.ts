@@ -2,7 +2,8 @@
 // it; each within its timeout (Claude Code's default, 60 s). A hook that times out fails open.
 import type { CommandHook, HookHandler, HttpHook } from "@agent/domain"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
+import type { CommandLauncher } from "../process/CommandLauncher.js"
+import { runDirect } from "../process/DirectCommand.js"
 import type { RawResult } from "./HookOutcome.js"
 
 export const DEFAULT_TIMEOUT_SECONDS = 60
@@ -17,53 +18,32 @@ export interface RunContext {
 
 const timeoutOf = (handler: HookHandler) => handler.timeout ?? DEFAULT_TIMEOUT_SECONDS
 
-/** `sh -c command` in its own process group, so a timeout ends what it started too. */
-export const runCommand = (handler: CommandHook, input: string, context: RunContext): Effect.Effect<RawResult> =>
-  Effect.async<RawResult>((resume) => {
-    const seconds = timeoutOf(handler)
-    let stdout = ""
-    let stderr = ""
-    let settled = false
-    const finish = (result: RawResult) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      resume(Effect.succeed(result))
-    }
-    const child = spawn("/bin/sh", ["-c", handler.command], {
-      cwd: context.cwd,
-      env: context.env as NodeJS.ProcessEnv,
-      stdio: ["pipe", "pipe", "pipe"],
-      detached: true
-    })
-    const killGroup = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL")
-      } catch {
-        // Already gone.
+/**
+ * `sh -c command` in its own process group, so a timeout ends what it started too: through the
+ * command launcher when the Hooks layer has one (a fork of a small process, not of the runtime),
+ * else from this process. Both behave alike.
+ */
+export const runCommand = (handler: CommandHook, input: string, context: RunContext, launcher?: CommandLauncher): Effect.Effect<RawResult> => {
+  const seconds = timeoutOf(handler)
+  const options = { timeoutMs: seconds * 1000, maxOutput: MAX_OUTPUT }
+  return (launcher ? launcher.run(handler.command, input, options) : runDirect(handler.command, input, context, options)).pipe(
+    Effect.map((result): RawResult => {
+      switch (result._tag) {
+        case "Exited":
+          return {
+            _tag: "Exited",
+            code: result.code ?? (result.signal ? 128 : 1),
+            stdout: result.stdout,
+            stderr: result.stderr || (result.signal ? `ended by ${result.signal}` : "")
+          }
+        case "TimedOut":
+          return { _tag: "TimedOut", seconds }
+        case "Failed":
+          return { _tag: "Failed", error: `could not run the hook: ${result.error}` }
       }
-    }
-    const timer = setTimeout(() => {
-      killGroup()
-      finish({ _tag: "TimedOut", seconds })
-    }, seconds * 1000)
-    child.stdout.on("data", (chunk: Buffer) => {
-      if (stdout.length < MAX_OUTPUT) stdout += chunk.toString()
     })
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (stderr.length < MAX_OUTPUT) stderr += chunk.toString()
-    })
-    child.on("error", (error) => finish({ _tag: "Failed", error: `could not run the hook: ${error.message}` }))
-    child.on("close", (code, signal) =>
-      finish({ _tag: "Exited", code: code ?? (signal ? 128 : 1), stdout, stderr: stderr || (signal ? `ended by ${signal}` : "") }))
-    // A hook that does not read its input must not fail the write.
-    child.stdin.on("error", () => undefined)
-    child.stdin.end(input)
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      killGroup()
-    })
-  })
+  )
+}
 
 /** `$VAR` and `${VAR}` in a header value, for the variables the hook lists in `allowedEnvVars` only. */
 export const interpolateHeader = (value: string, allowed: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>>): string =>
@@ -96,5 +76,5 @@ export const runHttp = (handler: HttpHook, input: string, context: RunContext): 
   )
 }
 
-export const runHandler = (handler: HookHandler, input: string, context: RunContext): Effect.Effect<RawResult> =>
-  handler.type === "command" ? runCommand(handler, input, context) : runHttp(handler, input, context)
+export const runHandler = (handler: HookHandler, input: string, context: RunContext, launcher?: CommandLauncher): Effect.Effect<RawResult> =>
+  handler.type === "command" ? runCommand(handler, input, context, launcher) : runHttp(handler, input, context)

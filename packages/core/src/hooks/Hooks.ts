@@ -6,6 +6,7 @@ import { Context, Effect, FiberSet, Layer } from "effect"
 import * as path from "node:path"
 import { ConfigService } from "../config/ConfigService.js"
 import { isEnvFlag } from "../config/ConfigFiles.js"
+import * as CommandLauncher from "../process/CommandLauncher.js"
 import { Bus } from "../runtime/Bus.js"
 import { Instance } from "../runtime/Instance.js"
 import { VERSION } from "../runtime/Version.js"
@@ -105,6 +106,18 @@ export const listed = (loaded: Effect.Effect.Success<typeof loadHooks>): Readonl
     ...(runs ? {} : { reason: loaded.disabled ? "disableAllHooks is set" : "the project is not trusted (agent trust)" })
   }))
 
+/**
+ * The launcher command hooks start through (process/CommandLauncher.ts): none without command hooks,
+ * or with `AGENT_HOOK_LAUNCHER=off` (each hook then forks the runtime, as before the launcher). It
+ * keeps as many shells ready as the most command hooks one event runs.
+ */
+const commandLauncherFor = (hooks: ReadonlyArray<ConfiguredHook>, cwd: string, env: Readonly<Record<string, string | undefined>>) => {
+  const perEvent = new Map<HookEventName, number>()
+  for (const hook of hooks) if (hook.handler.type === "command") perEvent.set(hook.event, (perEvent.get(hook.event) ?? 0) + 1)
+  if (perEvent.size === 0 || env.AGENT_HOOK_LAUNCHER === "off") return Effect.succeed(undefined)
+  return CommandLauncher.make({ cwd, env, warm: Math.min(4, Math.max(...perEvent.values())) })
+}
+
 function make() {
   return Effect.gen(function*() {
     const instance = yield* Instance
@@ -124,6 +137,8 @@ function make() {
     const transcriptDir = path.join(instance.paths.data, "transcripts", instance.projectID)
     const env = { ...instance.env, CLAUDE_PROJECT_DIR: instance.worktree, AGENT_PROJECT_DIR: instance.worktree }
     const started = new Set<SessionID>()
+    // Made before the finalizer below, so it closes after SessionEnd's hooks ran.
+    const launcher = yield* commandLauncherFor(running, instance.directory, env)
     const inBackground = yield* FiberSet.make()
 
     const renderCaches = new Map<SessionID, Transcript.RenderCache>()
@@ -160,7 +175,7 @@ function make() {
       const answers = yield* Effect.forEach(handlers, (hook) =>
         Effect.gen(function*() {
           const started = Date.now()
-          const raw = yield* runHandler(hook.handler, payload, { cwd: instance.directory, env })
+          const raw = yield* runHandler(hook.handler, payload, { cwd: instance.directory, env }, launcher)
           const answer = interpret(input.event, raw)
           const label = handlerLabel(hook.handler)
           if (answer.message) yield* Effect.logWarning(`hook ${input.event} (${label}): ${answer.message}`)
