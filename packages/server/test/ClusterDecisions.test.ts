@@ -4,6 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { clusterChoice, clusterDatabaseUrl } from "../src/cluster/ClusterSettings.js"
 import { promptAction } from "../src/cluster/Handover.js"
 import { mergeStatuses } from "../src/cluster/RunStatusRegistry.js"
+import { promptOptions } from "../src/cluster/SessionEntity.js"
 
 const sessionID = "ses_cluster" as SessionID
 const user = TestData.userMessage(sessionID)
@@ -118,4 +119,15 @@ describe("clusterDatabaseUrl: the cluster's connections drop a vanished replica'
       if (given.searchParams.has("sslmode")) expect(made.searchParams.get("sslmode")).toBe(given.searchParams.get("sslmode"))
     })
   }
+})
+
+describe("promptOptions: a prompt's settings as they cross to the owner", () => {
+  it("copies the settings that are set, false and 0 included; an unset one stays absent", () => {
+    const prompt = { sessionID: "ses_x", agent: "plan", noReply: false, maxSteps: 0, system: undefined, tools: { bash: false } }
+    const options = promptOptions(prompt)
+    expect(options).toEqual({ agent: "plan", noReply: false, maxSteps: 0, tools: { bash: false } })
+    expect(Object.keys(options).sort()).toEqual(["agent", "maxSteps", "noReply", "tools"])
+    const bare: { sessionID: string; agent?: string } = { sessionID: "ses_x" }
+    expect(promptOptions(bare)).toEqual({})
+  })
 })

@@ -7,7 +7,7 @@ import { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect
 import { Cause, Effect, Layer } from "effect"
 import * as AskRegistry from "./AskRegistry.js"
 import type { ClusterSettings } from "./ClusterSettings.js"
-import { type PromptResult, SessionEntity } from "./SessionEntity.js"
+import { promptOptions, type PromptResult, SessionEntity } from "./SessionEntity.js"
 import * as RunStatusRegistry from "./RunStatusRegistry.js"
 import { SessionRouting, type SessionRoutingShape, type SessionUnavailable } from "./SessionRouting.js"
 
@@ -51,14 +51,7 @@ export const layer = (settings: ClusterSettings) =>
             sessionID: input.sessionID,
             messageID: input.messageID,
             parts: input.parts as unknown as ReadonlyArray<Record<string, unknown>>,
-            ...(input.agent !== undefined ? { agent: input.agent } : {}),
-            ...(input.model !== undefined ? { model: input.model } : {}),
-            ...(input.variant !== undefined ? { variant: input.variant } : {}),
-            ...(input.system !== undefined ? { system: input.system } : {}),
-            ...(input.noReply !== undefined ? { noReply: input.noReply } : {}),
-            ...(input.tools !== undefined ? { tools: input.tools } : {}),
-            ...(input.autoApprove !== undefined ? { autoApprove: input.autoApprove } : {}),
-            ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {})
+            ...promptOptions(input)
           }).pipe(delivered("the prompt"), Effect.map(outcome)) as Effect.Effect<RunOutcome, LoopError | SessionUnavailable>,
         abort: (sessionID) => client(sessionID).Abort({ sessionID }).pipe(Effect.catchAllCause(cut("the abort"))),
         compact: (sessionID) =>

@@ -39,6 +39,19 @@ export const PromptPayload = Schema.Struct({
 })
 export type PromptPayload = typeof PromptPayload.Type
 
+/** A prompt's optional settings, the same on the loop's input and on the entity's message. */
+const PROMPT_OPTIONS = ["agent", "model", "variant", "system", "noReply", "tools", "autoApprove", "maxSteps"] as const
+type PromptOption = (typeof PROMPT_OPTIONS)[number]
+
+/** The optional settings that are set, copied from a prompt (an unset one stays absent rather than `undefined`). */
+export const promptOptions = <T extends { readonly [K in PromptOption]?: unknown }>(
+  input: T
+): { [K in PromptOption]?: Exclude<T[K], undefined> } => {
+  const options: Partial<Record<PromptOption, unknown>> = {}
+  for (const key of PROMPT_OPTIONS) if (input[key] !== undefined) options[key] = input[key]
+  return options as { [K in PromptOption]?: Exclude<T[K], undefined> }
+}
+
 /** How the run ended; the answer itself is in the store, where any replica reads it. */
 export const PromptResult = Schema.Struct({
   reason: Schema.Literal("completed", "rejected", "error", "aborted", "steps", "duration", "stall", "budget"),

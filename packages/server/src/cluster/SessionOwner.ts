@@ -14,7 +14,7 @@ import { Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
 import { promptAction } from "./Handover.js"
 import { RunningTools } from "./RunningTools.js"
-import { type PromptPayload, type PromptResult, SessionEntity } from "./SessionEntity.js"
+import { type PromptPayload, promptOptions, type PromptResult, SessionEntity } from "./SessionEntity.js"
 import { SessionUnavailable } from "./SessionRouting.js"
 
 /** Refuses a session whose project directory this replica cannot see: its tools would run elsewhere. */
@@ -39,14 +39,7 @@ const promptInput = (input: PromptPayload): PromptInput => ({
   messageID: input.messageID,
   // Decoded by the entity's schema from what PromptParts.ts made on the replica that got the request.
   parts: input.parts as unknown as ReadonlyArray<PromptPartInput>,
-  ...(input.agent !== undefined ? { agent: input.agent } : {}),
-  ...(input.model !== undefined ? { model: input.model } : {}),
-  ...(input.variant !== undefined ? { variant: input.variant } : {}),
-  ...(input.system !== undefined ? { system: input.system } : {}),
-  ...(input.noReply !== undefined ? { noReply: input.noReply } : {}),
-  ...(input.tools !== undefined ? { tools: input.tools } : {}),
-  ...(input.autoApprove !== undefined ? { autoApprove: input.autoApprove } : {}),
-  ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {})
+  ...promptOptions(input)
 })
 
 /**
