@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { killGroup } from "./DirectCommand.js"
 import { encodeLauncherRequest, LAUNCHER_SCRIPT, type LauncherMessage, type LauncherRequest, readLauncherLine, WARM_SHELL } from "./LauncherProgram.js"
+import { readiness } from "./Readiness.js"
 
 export interface LaunchHandlers {
   readonly exit: (code: number | null, signal: string | null, stdout: string, stderr: string) => void
@@ -45,13 +46,8 @@ export class LauncherProcess {
     // Its own environment: the runtime's, without NODE_OPTIONS (an inspector port, a preload).
     const { NODE_OPTIONS: _, ...env } = process.env
     this.child = spawn(process.execPath, ["-e", LAUNCHER_SCRIPT, WARM_SHELL], { env, detached: true, stdio: ["pipe", "pipe", "pipe"] })
-    let readyResolve!: () => void
-    let readyReject!: (error: Error) => void
-    this.ready = new Promise((resolve, reject) => {
-      readyResolve = resolve
-      readyReject = reject
-    })
-    this.ready.catch(() => {})
+    const { promise, resolve: readyResolve, reject: readyReject } = readiness()
+    this.ready = promise
     this.child.once("error", (error) => {
       readyReject(error)
       this.end(`it could not start: ${error.message}`)

@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import type { Readable, Writable } from "node:stream"
+import { readiness } from "../process/Readiness.js"
 import { STATUS_FD, SYNC_FD } from "./Bwrap.js"
 import { encodeRequest, readSupervisorLine, type SupervisorMessage, type SupervisorRequest } from "./Supervisor.js"
 
@@ -73,14 +74,8 @@ export class KeptSandbox {
     private readonly onRetired: () => void
   ) {
     this.child = spawn(file, [...args], { env, detached: true, stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"] })
-    let readyResolve!: () => void
-    let readyReject!: (error: Error) => void
-    this.ready = new Promise((resolve, reject) => {
-      readyResolve = resolve
-      readyReject = reject
-    })
-    // Nobody may await it (a start that failed is reported by its caller only).
-    this.ready.catch(() => {})
+    const { promise, resolve: readyResolve, reject: readyReject } = readiness()
+    this.ready = promise
     const startTimer = setTimeout(() => {
       readyReject(new Error(`the supervisor did not start within ${START_TIMEOUT_MS} ms`))
       this.kill()
