@@ -7,6 +7,7 @@
  * its command when a request comes. It speaks JSON lines: requests on its stdin, replies on its stdout.
  */
 import { Option, Schema } from "effect"
+import { jsonLinesInput } from "./JsonLinesInput.js"
 
 /**
  * What a warm shell runs: it waits for a line count and that many lines (the command), then execs
@@ -95,16 +96,7 @@ const handle = (request) => {
     if (child) killGroup(child.pid)
   }
 }
-let pending = ""
-process.stdin.setEncoding("utf8")
-process.stdin.on("data", (chunk) => {
-  pending += chunk
-  for (let newline = pending.indexOf("\n"); newline !== -1; newline = pending.indexOf("\n")) {
-    const line = pending.slice(0, newline)
-    pending = pending.slice(newline + 1)
-    try { handle(JSON.parse(line)) } catch (error) { process.stderr.write("agent-launcher: " + error + "\n") }
-  }
-})
+${jsonLinesInput("agent-launcher")}
 process.stdin.on("end", () => {
   for (const child of running.values()) killGroup(child.pid)
   for (const child of warm) child.stdin.end()

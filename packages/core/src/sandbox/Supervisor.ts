@@ -6,6 +6,7 @@
  * cwd and environment; stdout and stderr come back interleaved, as the bash tool reads them.
  */
 import { Option, Schema } from "effect"
+import { jsonLinesInput } from "../process/JsonLinesInput.js"
 
 /**
  * The program, run with `node -e`. It ignores the signals a command's `pkill` would send it, names
@@ -60,16 +61,7 @@ const handle = (request) => {
     groups.delete(request.id)
   }
 }
-let pending = ""
-process.stdin.setEncoding("utf8")
-process.stdin.on("data", (chunk) => {
-  pending += chunk
-  for (let newline = pending.indexOf("\n"); newline !== -1; newline = pending.indexOf("\n")) {
-    const line = pending.slice(0, newline)
-    pending = pending.slice(newline + 1)
-    try { handle(JSON.parse(line)) } catch (error) { process.stderr.write("agent-sandbox: " + error + "\n") }
-  }
-})
+${jsonLinesInput("agent-sandbox")}
 process.stdin.on("end", () => process.exit(0))
 send({ t: "ready" })
 `
