@@ -23,10 +23,10 @@ export type CommandResult =
   /** It could not be started (the message says why). */
   | { readonly _tag: "Failed"; readonly error: string }
 
-/** SIGKILL to a process group; nothing when it is already gone. */
-export const killGroup = (pid: number | undefined): void => {
+/** A signal (SIGKILL unless said) to a process group; nothing when it is already gone. */
+export const killGroup = (pid: number | undefined, signal: NodeJS.Signals = "SIGKILL"): void => {
   try {
-    if (pid !== undefined) process.kill(-pid, "SIGKILL")
+    if (pid !== undefined) process.kill(-pid, signal)
   } catch {
     // Already gone.
   }

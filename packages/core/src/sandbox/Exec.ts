@@ -6,6 +6,7 @@
  */
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
+import { killGroup } from "../process/DirectCommand.js"
 
 export interface ExecLaunch {
   readonly file: string
@@ -23,15 +24,6 @@ export interface ExecResult {
   readonly cut: boolean
   /** The program could not be started. */
   readonly error?: string
-}
-
-const killGroup = (pid: number | undefined, signal: NodeJS.Signals) => {
-  if (pid === undefined) return
-  try {
-    process.kill(-pid, signal)
-  } catch {
-    // Already gone.
-  }
 }
 
 export const exec = (
