@@ -161,6 +161,8 @@ export interface Terminal {
   readonly exited: Effect.Effect<number | null>
   /** Closes the terminal, as closing its window does: the pseudo-terminal hangs up (SIGHUP, EIO). */
   readonly close: Effect.Effect<void>
+  /** The pid of `script`, which holds the terminal; the CLI runs below it. */
+  readonly pid: number
 }
 
 const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "")
@@ -220,7 +222,8 @@ export const terminal = (box: TestInstance.Sandbox, args: ReadonlyArray<string>,
         screen,
         raw: () => raw,
         exited: Effect.promise(() => exit),
-        close: Effect.sync(() => void child.kill("SIGKILL"))
+        close: Effect.sync(() => void child.kill("SIGKILL")),
+        pid: child.pid!
       }
       return { child, terminal }
     }),

@@ -1,6 +1,7 @@
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import { agent, project, terminal } from "./AgentProcess.js"
 
@@ -19,6 +20,13 @@ const toolStatuses = (box: Parameters<typeof agent>[0]) =>
     const { messages } = JSON.parse(show.stdout) as { messages: Array<{ parts: Array<{ type: string; state?: { status: string } }> }> }
     return messages.flatMap((message) => message.parts.flatMap((part) => (part.type === "tool" ? [part.state!.status] : [])))
   })
+
+/** The pid of the agent process below `script` (a shell may stand between them). */
+const agentBelow = (pid: number): number => {
+  const children = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(pid)], { encoding: "utf8" }).trim().split("\n")
+  const [own, ...args] = children[0]!.trim().split(/\s+/)
+  return args.some((word) => word.endsWith("bin.js")) ? Number(own) : agentBelow(Number(own))
+}
 
 describe("agent run and signals", () => {
   for (const signal of ["SIGHUP", "SIGTERM"] as const) {
@@ -56,6 +64,28 @@ describe("agent run and signals", () => {
         return Effect.sync(() => clearInterval(poll))
       }).pipe(Effect.timeout("20 seconds"))
       yield* user.close
+      yield* Effect.sleep("5 seconds")
+      expect(fs.existsSync(box.path("project/marker"))).toBe(false)
+      expect(yield* toolStatuses(box)).toEqual(["error"])
+    }), 40_000)
+
+  it.scopedLive("a hangup that finds the agent busy (its progress timer due before the signal is read) still ends the command", () =>
+    Effect.gen(function*() {
+      const server = yield* MockOpenAIServer.start([[bashCall("touch started; sleep 3; echo x > marker")], "never"])
+      const box = yield* project(server.url)
+      const user = yield* terminal(box, ["run", "--auto-approve", "wait a bit"])
+      yield* Effect.async<void>((resume) => {
+        const poll = setInterval(() => fs.existsSync(box.path("project/started")) && resume(Effect.void), 50)
+        return Effect.sync(() => clearInterval(poll))
+      }).pipe(Effect.timeout("20 seconds"))
+      // A loaded machine: the agent gets no CPU for a while, so when it runs again its progress line is
+      // due and is written to the hung-up terminal (EIO) before the SIGHUP is handled.
+      const pid = agentBelow(user.pid)
+      process.kill(pid, "SIGSTOP")
+      yield* Effect.sleep("300 millis")
+      yield* user.close
+      yield* Effect.sleep("100 millis")
+      process.kill(pid, "SIGCONT")
       yield* Effect.sleep("5 seconds")
       expect(fs.existsSync(box.path("project/marker"))).toBe(false)
       expect(yield* toolStatuses(box)).toEqual(["error"])
