@@ -48,7 +48,11 @@ export const finished = (messages: Array<any>) => {
   return last?.info.role === "assistant" && last.info.finish === "stop" && last.parts.some((part: any) => part.type === "text" && /^done /.test(part.text))
 }
 
-export const toolParts = (messages: Array<any>) => messages.flatMap((message) => message.parts).filter((part: any) => part.type === "tool")
+/** The tool parts of a session's messages; anything else (an error body) fails with what it was. */
+export const toolParts = (messages: Array<any>) => {
+  if (!Array.isArray(messages)) throw new Error(`expected the session's messages, got ${JSON.stringify(messages)}`)
+  return messages.flatMap((message) => message.parts).filter((part: any) => part.type === "tool")
+}
 
 /** Replicas (three in most tests) on a fresh database, each with its runner port and its name in the environment. */
 export const replicas = (
