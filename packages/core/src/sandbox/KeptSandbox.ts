@@ -241,3 +241,23 @@ export class KeptSandbox {
     stream.on("error", () => {})
   }
 }
+
+/** How long `retireHolders` waits for the sandboxes to end (a command of theirs may still run). */
+const VACATE_WAIT_MS = 5_000
+
+/**
+ * Retires the kept sandboxes (with the placeholders each holds) that hold `file` and waits for them to
+ * end, a few seconds at most: their placeholders are then let go (the Sandbox layer removes one unless
+ * another process's sandbox holds it too).
+ */
+export const retireHolders = async (kept: ReadonlyMap<KeptSandbox, ReadonlyArray<string>>, file: string): Promise<void> => {
+  const holders = [...kept].filter(([, paths]) => paths.includes(file)).map(([sandbox]) => sandbox)
+  if (holders.length === 0) return
+  holders.forEach((sandbox) => sandbox.retire())
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([
+    Promise.all(holders.map((sandbox) => sandbox.gone)),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, VACATE_WAIT_MS)))
+  ])
+  clearTimeout(timer)
+}

@@ -65,6 +65,9 @@ export const pathState = (file: string): PathState => {
 
 const holdable = (file: string) => (PROTECTED_CONFIG as ReadonlyArray<string>).includes(path.basename(file))
 
+/** `file` is an empty directory under a config name: what a placeholder looks like (a sandbox may hold it). */
+export const standsIn = (file: string): boolean => holdable(file) && pathState(file) === "empty-directory"
+
 const tryRemoveDir = (dir: string) => {
   try {
     fs.rmdirSync(dir)

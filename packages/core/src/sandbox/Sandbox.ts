@@ -13,7 +13,7 @@ import { type Holding, Placeholders } from "./Placeholders.js"
 import * as NetworkProxy from "./NetworkProxy.js"
 import { type Capabilities, probe } from "./Probe.js"
 import { type Blocked, blockedWrites, networkFailures } from "./Report.js"
-import { type KeptCommand, type KeptHandlers, KeptSandbox, keepIdleMsOf } from "./KeptSandbox.js"
+import { type KeptCommand, type KeptHandlers, KeptSandbox, keepIdleMsOf, retireHolders } from "./KeptSandbox.js"
 import { SUPERVISOR_SCRIPT } from "./Supervisor.js"
 import { describeNetwork, resolveSettings, type SandboxSettings } from "./Settings.js"
 import { toolOutputDirectory } from "../tool/Truncation.js"
@@ -100,6 +100,11 @@ export interface SandboxShape {
   readonly plan: (config: SandboxConfig | undefined) => Effect.Effect<SandboxPlan>
   readonly prepare: (request: SandboxRequest) => Effect.Effect<Launch, SandboxUnavailable>
   readonly check: (config: SandboxConfig | undefined) => Effect.Effect<SandboxCheck>
+  /**
+   * The runtime's own tools are to create `file`, a config name a kept sandbox holds with a placeholder: those
+   * sandboxes are retired and waited for (Vacate.ts). Optional: a backend without placeholders leaves it out.
+   */
+  readonly vacate?: (file: string) => Effect.Effect<void>
 }
 
 export interface SandboxOptions {
@@ -173,7 +178,7 @@ interface SandboxDeps {
   /** The kept sandboxes taking commands, by shape. */
   readonly kept: Map<string, { readonly sandbox: KeptSandbox; readonly mounts: Layout["mounts"] }>
   /** Every kept sandbox not yet gone, so the layer's end can close them. */
-  readonly keptAll: Set<KeptSandbox>
+  readonly keptAll: Map<KeptSandbox, ReadonlyArray<string>>
   /** A kept sandbox failed to start: commands get a bubblewrap each from then on. */
   readonly keepFailed: Ref.Ref<boolean>
 }
@@ -241,11 +246,11 @@ function make(options: SandboxOptions) {
       launches: yield* Ref.make(0),
       keepIdleMs: keepIdleMsOf(options, instance.env),
       kept: new Map(),
-      keptAll: new Set(),
+      keptAll: new Map(),
       keepFailed: yield* Ref.make(false)
     }
     // Before the placeholders and the state dir are removed (finalizers run in reverse order).
-    yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...deps.keptAll].map((kept) => kept.close()))))
+    yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...deps.keptAll.keys()].map((kept) => kept.close()))))
 
     const plan = Effect.fn("Sandbox.plan")((config: SandboxConfig | undefined) => planFor(deps, config))
     // Uninterruptible: what it holds (placeholders, a proxy) is either handed over in the launch or freed.
@@ -254,7 +259,8 @@ function make(options: SandboxOptions) {
       const planned = yield* planFor(deps, config)
       return { capabilities: yield* deps.capabilities, plan: planned, layout: deps.layoutOf(planned.settings), temporary }
     })
-    return { plan, prepare, check } satisfies SandboxShape
+    const vacate = Effect.fn("Sandbox.vacate")((file: string) => Effect.promise(() => retireHolders(deps.keptAll, path.resolve(file))))
+    return { plan, prepare, check, vacate } satisfies SandboxShape
   })
 }
 
@@ -424,7 +430,7 @@ const startKept = (
   const started: KeptSandbox = new KeptSandbox(found.bwrap!.path, args, { PATH: deps.instance.env.PATH ?? "/usr/bin:/bin" }, deps.keepIdleMs, () => {
     if (deps.kept.get(key)?.sandbox === started) deps.kept.delete(key)
   })
-  deps.keptAll.add(started)
+  deps.keptAll.set(started, holding.paths)
   void started.gone.then(() => {
     deps.keptAll.delete(started)
     deps.placeholders.release(holding, true)

@@ -15,6 +15,7 @@ import { parse } from "../tool/PatchParse.js"
 import { pathPatterns } from "../tool/PathRules.js"
 import { diskOnly, EditorFiles, type EditorFilesShape } from "../tool/EditorFiles.js"
 import { load, loadFor, storeFor, type TextFile, yieldToEventLoop } from "./Write.js"
+import { vacating } from "../sandbox/Vacate.js"
 
 const TOOL = "apply_patch"
 
@@ -152,6 +153,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
   const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
   const editorFiles = yield* EditorFiles
+  const vacate = yield* vacating
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -184,7 +186,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
               Effect.gen(function*() {
                 let state = states.get(file)
                 if (state === undefined) {
-                  const original = yield* (throughEditor ? loadFor(editorFiles, context.sessionID, TOOL, file) : load(TOOL, file))
+                  const original = yield* Effect.zipRight(vacate(file), throughEditor ? loadFor(editorFiles, context.sessionID, TOOL, file) : load(TOOL, file))
                   state = { original, raw: original?.raw, shape: original?.shape ?? FileDiff.LF }
                   states.set(file, state)
                 }

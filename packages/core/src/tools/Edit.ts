@@ -14,6 +14,7 @@ import { guard, relativeToWorktree, resolvePath } from "../tool/ExternalDirector
 import { pathPatterns } from "../tool/PathRules.js"
 import { withAliases } from "../tool/ArgumentAliases.js"
 import { ensureFresh, loadFor, replacementShape, storeFor, yieldToEventLoop } from "./Write.js"
+import { vacating } from "../sandbox/Vacate.js"
 
 const TOOL = "edit"
 
@@ -88,6 +89,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
   const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
   const files = yield* EditorFiles
+  const vacate = yield* vacating
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -102,6 +104,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         yield* guard(context, instance, file)
         return yield* FileLock.withLock(file)(
           Effect.gen(function*() {
+            yield* vacate(file)
             const existing = yield* loadFor(files, context.sessionID, TOOL, file)
             yield* ensureFresh(fileTimes, TOOL, context.sessionID, file, existing)
             const before = existing?.text ?? ""

@@ -12,6 +12,8 @@ import { pathPatterns } from "../tool/PathRules.js"
 import { withAliases } from "../tool/ArgumentAliases.js"
 import * as Prompts from "../runtime/Prompts.js"
 import { Instance } from "../runtime/Instance.js"
+import { standsIn } from "../sandbox/Placeholders.js"
+import { vacating } from "../sandbox/Vacate.js"
 
 const TOOL = "write"
 
@@ -38,7 +40,13 @@ export const load = (tool: string, file: string): Effect.Effect<TextFile | undef
         throw error
       })
       if (stat === undefined) return undefined
-      if (stat.isDirectory()) throw new Error(`${file} is a directory, not a file`)
+      if (stat.isDirectory()) {
+        throw new Error(
+          standsIn(file)
+            ? `${file} is held by an empty directory while a sandboxed command runs (so that commands cannot create it); try again once that command has ended`
+            : `${file} is a directory, not a file`
+        )
+      }
       const bytes = await fsp.readFile(file)
       const encoding = TextEncoding.detect(bytes)
       const decoded = TextEncoding.decode(bytes, encoding)
@@ -159,6 +167,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
   const fileTimes = yield* FileTimes
   const disk = yield* FileDisk.FileDisk
   const files = yield* EditorFiles
+  const vacate = yield* vacating
   return Tool.make({
     id: TOOL,
     fileEffects: "listed",
@@ -172,6 +181,7 @@ export const make: Effect.Effect<Tool.AnyTool, never, Instance> = Effect.gen(fun
         yield* guard(context, instance, file)
         return yield* FileLock.withLock(file)(
           Effect.gen(function*() {
+            yield* vacate(file)
             const existing = yield* loadFor(files, context.sessionID, TOOL, file)
             yield* ensureFresh(fileTimes, TOOL, context.sessionID, file, existing)
             // An existing file keeps its BOM, line endings and encoding; a new one is written as given, in UTF-8.

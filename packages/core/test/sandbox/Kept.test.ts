@@ -11,6 +11,7 @@ import { Sandbox } from "../../src/sandbox/Sandbox.js"
 import { which } from "../../src/sandbox/Probe.js"
 import type * as Tool from "../../src/tool/Tool.js"
 import * as Bash from "../../src/tools/Bash.js"
+import * as Write from "../../src/tools/Write.js"
 import { Truncation } from "../../src/tool/Truncation.js"
 
 /**
@@ -155,6 +156,24 @@ describe.runIf(real)("kept sandbox", () => {
       )
       expect(yield* waitFor(() => processesNaming(marker).length === 0)).toBe(true)
       expect(fs.existsSync(`${marker}/.agent`)).toBe(false)
+    }))
+
+  it.scopedLive("the write tool creates agent.json where a kept sandbox held the name; commands still cannot change it", () =>
+    Effect.gen(function*() {
+      const { box, tool, deps } = yield* setup()
+      expect((yield* run(tool, "echo hi")).output).toBe("hi\n")
+      const config = box.path("project/agent.json")
+      // The kept sandbox holds the absent name with an empty directory.
+      expect(fs.statSync(config).isDirectory()).toBe(true)
+      const write = yield* Effect.provide(Write.make, deps)
+      const context = TestToolContext.make({ sessionID: "ses_kept" }).context
+      const result = yield* write.execute({ filePath: config, content: '{ "model": "test/x" }\n' }, context)
+      expect(result.output).toContain("Wrote file successfully")
+      expect(fs.readFileSync(config, "utf8")).toBe('{ "model": "test/x" }\n')
+      // The next command gets a sandbox that protects the file as it now is.
+      const changed = yield* run(tool, `echo '{}' > agent.json; cat agent.json`)
+      expect(changed.output).toContain('{ "model": "test/x" }')
+      expect(fs.readFileSync(config, "utf8")).toBe('{ "model": "test/x" }\n')
     }))
 
   it.scopedLive("an idle kept sandbox is closed; the next command starts another", () =>
