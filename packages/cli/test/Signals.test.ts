@@ -54,7 +54,12 @@ describe("agent run and signals", () => {
       }), 40_000)
   }
 
-  it.scopedLive("closing the terminal mid-command (a hangup while it shows progress) ends the command's process group too", () =>
+  /**
+   * Closes the terminal while the command runs; `busy`: the agent gets no CPU for a while first (a loaded
+   * machine), so when it runs again its progress line is due and meets the hung-up terminal (EIO) before
+   * the SIGHUP is handled.
+   */
+  const hangUpMidCommand = (busy: boolean) =>
     Effect.gen(function*() {
       const server = yield* MockOpenAIServer.start([[bashCall("touch started; sleep 3; echo x > marker")], "never"])
       const box = yield* project(server.url)
@@ -63,31 +68,24 @@ describe("agent run and signals", () => {
         const poll = setInterval(() => fs.existsSync(box.path("project/started")) && resume(Effect.void), 50)
         return Effect.sync(() => clearInterval(poll))
       }).pipe(Effect.timeout("20 seconds"))
+      const pid = busy ? agentBelow(user.pid) : undefined
+      if (pid !== undefined) {
+        process.kill(pid, "SIGSTOP")
+        yield* Effect.sleep("300 millis")
+      }
       yield* user.close
+      if (pid !== undefined) {
+        yield* Effect.sleep("100 millis")
+        process.kill(pid, "SIGCONT")
+      }
       yield* Effect.sleep("5 seconds")
       expect(fs.existsSync(box.path("project/marker"))).toBe(false)
       expect(yield* toolStatuses(box)).toEqual(["error"])
-    }), 40_000)
+    })
+
+  it.scopedLive("closing the terminal mid-command (a hangup while it shows progress) ends the command's process group too", () =>
+    hangUpMidCommand(false), 40_000)
 
   it.scopedLive("a hangup that finds the agent busy (its progress timer due before the signal is read) still ends the command", () =>
-    Effect.gen(function*() {
-      const server = yield* MockOpenAIServer.start([[bashCall("touch started; sleep 3; echo x > marker")], "never"])
-      const box = yield* project(server.url)
-      const user = yield* terminal(box, ["run", "--auto-approve", "wait a bit"])
-      yield* Effect.async<void>((resume) => {
-        const poll = setInterval(() => fs.existsSync(box.path("project/started")) && resume(Effect.void), 50)
-        return Effect.sync(() => clearInterval(poll))
-      }).pipe(Effect.timeout("20 seconds"))
-      // A loaded machine: the agent gets no CPU for a while, so when it runs again its progress line is
-      // due and is written to the hung-up terminal (EIO) before the SIGHUP is handled.
-      const pid = agentBelow(user.pid)
-      process.kill(pid, "SIGSTOP")
-      yield* Effect.sleep("300 millis")
-      yield* user.close
-      yield* Effect.sleep("100 millis")
-      process.kill(pid, "SIGCONT")
-      yield* Effect.sleep("5 seconds")
-      expect(fs.existsSync(box.path("project/marker"))).toBe(false)
-      expect(yield* toolStatuses(box)).toEqual(["error"])
-    }), 40_000)
+    hangUpMidCommand(true), 40_000)
 })
