@@ -15,7 +15,8 @@
  *   disturb least;
  * - peak RSS of the agent process (VmHWM, from /proc), at the end of the session.
  *
- * Run after `pnpm build`: `pnpm bench:acp` (BENCH_ACP_ROUNDS, BENCH_ACP_STEPS; BENCH_ACP_PROF=dir writes CPU
+ * Run after `pnpm build`: `pnpm bench:acp` (BENCH_ACP_ROUNDS, BENCH_ACP_STEPS; BENCH_ACP_SERIES=1 also prints CPU per
+ * step in groups of steps, the first ones apart; BENCH_ACP_PROF=dir writes CPU
  * profiles of both processes under dir/run and dir/acp). Target (issue 25): ACP adds ≤ 2 ms per step and ≤ 20 MiB.
  */
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
