@@ -15,7 +15,8 @@
  *   disturb least;
  * - peak RSS of the agent process (VmHWM, from /proc), at the end of the session.
  *
- * Run after `pnpm build`: `pnpm bench:acp` (BENCH_ACP_ROUNDS, BENCH_ACP_STEPS; BENCH_ACP_PROF=dir writes CPU
+ * Run after `pnpm build`: `pnpm bench:acp` (BENCH_ACP_ROUNDS, BENCH_ACP_STEPS; BENCH_ACP_SERIES=1 also prints CPU per
+ * step in groups of steps, the first ones apart; BENCH_ACP_PROF=dir writes CPU
  * profiles of both processes under dir/run and dir/acp). Target (issue 25): ACP adds ≤ 2 ms per step and ≤ 20 MiB.
  */
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
@@ -78,6 +79,8 @@ interface Measure {
   readonly cpu: number
   /** The agent's CPU time per step, from the second model call to the last. */
   readonly cpuPerStep: number
+  /** The agent's CPU time of each step (from one model call to the next), from the second call on. */
+  readonly stepCpus: ReadonlyArray<number>
 }
 
 /** A temporary home and project whose model is `url`. */
@@ -101,6 +104,7 @@ const makeProject = (url: string) => {
 const perStep = (calls: ReadonlyArray<Call>) =>
   median(calls.slice(1).map((call, i) => call.arrived - calls[i]!.answered))
 const cpuPerStep = (calls: ReadonlyArray<Call>) => (calls[calls.length - 1]!.tag.cpu - calls[1]!.tag.cpu) / (calls.length - 2)
+const stepCpus = (calls: ReadonlyArray<Call>) => calls.slice(2).map((call, i) => call.tag.cpu - calls[i + 1]!.tag.cpu)
 
 /** A model call, tagged with the agent's CPU time when it arrived. */
 type Call = ModelCall<{ readonly cpu: number }>
@@ -129,7 +133,7 @@ const viaRun = (url: string, calls: Array<Call>, agent: Agent) =>
         clearInterval(poll)
         fs.rmSync(root, { recursive: true, force: true })
         if (code !== 0 || calls.length !== STEPS) return reject(new Error(`agent run exited ${code} after ${calls.length} model calls: ${stderr}`))
-        resolve({ firstUpdate: firstLine - calls[0]!.answered, perStep: perStep(calls), peakRss: peak, cpu, cpuPerStep: cpuPerStep(calls) })
+        resolve({ firstUpdate: firstLine - calls[0]!.answered, perStep: perStep(calls), peakRss: peak, cpu, cpuPerStep: cpuPerStep(calls), stepCpus: stepCpus(calls) })
       })
     })
   })
@@ -157,7 +161,7 @@ const viaAcp = (url: string, calls: Array<Call>, agent: Agent) =>
       if (response.stopReason !== "end_turn" || calls.length !== STEPS) throw new Error(`agent acp: ${response.stopReason} after ${calls.length} model calls`)
       const peakRss = peakRssOf(child.pid!)
       const cpu = cpuMsOf(child.pid!) - cpuBefore
-      return { firstUpdate: firstUpdate - calls[0]!.answered, promptToFirstUpdate: firstUpdate - sent, perStep: perStep(calls), peakRss, cpu, cpuPerStep: cpuPerStep(calls) }
+      return { firstUpdate: firstUpdate - calls[0]!.answered, promptToFirstUpdate: firstUpdate - sent, perStep: perStep(calls), peakRss, cpu, cpuPerStep: cpuPerStep(calls), stepCpus: stepCpus(calls) }
     } finally {
       child.stdin.end()
       await new Promise((resolve) => child.once("exit", resolve))
@@ -183,7 +187,19 @@ const report = (name: string, measures: ReadonlyArray<Measure>) => {
   const stepCpu = median(measures.map((m) => m.cpuPerStep))
   const prompt = measures[0]?.promptToFirstUpdate === undefined ? "" : `, prompt to first update ${median(measures.map((m) => m.promptToFirstUpdate!)).toFixed(1)} ms`
   console.log(`${name.padEnd(10)} first update ${firstUpdate.toFixed(1)} ms after the model's answer${prompt}; per step ${step.toFixed(2)} ms (CPU ${stepCpu.toFixed(2)} ms); CPU ${cpu} ms; peak RSS ${mib(rss).toFixed(0)} MiB`)
-  return { step, rss, stepCpu }
+  return { step, rss, stepCpu, series: (measures[0]?.stepCpus ?? []).map((_, i) => median(measures.map((m) => m.stepCpus[i]!))) }
+}
+
+/** BENCH_ACP_SERIES=1: each step's CPU (medians), in groups, to see where the two differ (the first steps, or all). */
+const printSeries = (run: ReadonlyArray<number>, acp: ReadonlyArray<number>) => {
+  const groups = [[0, 8], [8, 18], [18, 48], [48, 98], [98, Infinity]] as const
+  for (const [from, to] of groups) {
+    const a = run.slice(from, to)
+    const b = acp.slice(from, to)
+    if (a.length === 0) break
+    const mean = (values: ReadonlyArray<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
+    console.log(`  steps ${from + 2}-${from + 1 + a.length}: CPU per step run ${mean(a).toFixed(2)} ms, acp ${mean(b).toFixed(2)} ms (acp adds ${(mean(b) - mean(a)).toFixed(2)})`)
+  }
 }
 
 const program = Effect.gen(function*() {
@@ -199,6 +215,7 @@ const program = Effect.gen(function*() {
   const b = report("agent acp", acp)
   const addedStep = b.step - a.step
   const addedRss = mib(b.rss - a.rss)
+  if (process.env.BENCH_ACP_SERIES) printSeries(a.series, b.series)
   console.log(`acp adds ${addedStep.toFixed(2)} ms per step (target ≤ 2), ${(b.stepCpu - a.stepCpu).toFixed(2)} ms of CPU per step, and ${addedRss.toFixed(1)} MiB peak RSS (target ≤ 20)`)
 })
 

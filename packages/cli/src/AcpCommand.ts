@@ -13,11 +13,14 @@ export const acpConfig = {
 
 export type AcpInput = Command.Command.ParseConfig<typeof acpConfig>
 
-// A long-running process like `agent serve` (see startup/YoungGeneration.ts and startup/OldGeneration.ts).
+// Long-running like `agent serve`, so its old generation grows as the server's does; but one editor's
+// sessions, not fifty at once, so its young generation stays capped as `agent run`'s: grown as the
+// server's, it was 24 MiB more RSS after 200 steps and several ms more CPU per step in the first ones
+// (docs/performance.md, ACP; startup/YoungGeneration.ts, startup/OldGeneration.ts).
 export const acpCommand = Command.make(
   "acp",
   acpConfig,
-  (input) => lazy(() => import("./Acp.js"), (module) => module.acp(input), { capYoungGeneration: false, heapGrowingPercent: 50 })
+  (input) => lazy(() => import("./Acp.js"), (module) => module.acp(input), { heapGrowingPercent: 50 })
 ).pipe(
   Command.withDescription(
     "Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim, Emacs); logs go to stderr"

@@ -14,10 +14,11 @@ afterEach(() => {
   for (const dir of copies.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const copyBundle = () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-compile-cache-"))
+/** `besideBundle`: a copy beside the bundle, that finds its external packages (better-sqlite3) by the same relative paths. */
+const copyBundle = (besideBundle = false) => {
+  const dir = fs.mkdtempSync(besideBundle ? path.join(path.dirname(path.dirname(bin)), "test-cache-") : path.join(os.tmpdir(), "agent-compile-cache-"))
   copies.push(dir)
-  const bundle = path.join(dir, "bundle")
+  const bundle = besideBundle ? dir : path.join(dir, "bundle")
   fs.cpSync(path.dirname(bin), bundle, { recursive: true, filter: (source) => !source.includes(".compile-cache") })
   return bundle
 }
@@ -84,6 +85,28 @@ describe("the bundled CLI's code cache", () => {
     expect(help(bundle)).toContain("LIST, SHOW, EXPORT")
     const after = [...cacheOf(bundle, "session").keys()].filter((name) => name.startsWith(`${file}-`))
     expect(after).toHaveLength(2)
+  })
+
+  it("a command that changes V8's heap flags once loaded (agent acp) still reads its cache and leaves it as it is", () => {
+    const bundle = copyBundle(true)
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "agent-compile-cache-"))
+    copies.push(home)
+    const project = path.join(home, "project")
+    fs.mkdirSync(project)
+    // No client: stdin is closed at once, and the process ends after its modules were loaded.
+    const acp = () =>
+      execFileSync(process.execPath, [path.join(bundle, "bin.js"), "acp"], {
+        cwd: project,
+        env: { PATH: process.env.PATH, HOME: home },
+        input: "",
+        encoding: "utf8"
+      })
+    acp()
+    const first = cacheOf(bundle, "acp")
+    expect([...first.keys()].some((file) => file.startsWith("Acp-"))).toBe(true)
+    acp()
+    // Turned down (made under other flags than the next start's), every file would be written again.
+    expect(cacheOf(bundle, "acp")).toEqual(first)
   })
 
   it("AGENT_NO_COMPILE_CACHE turns it off", () => {

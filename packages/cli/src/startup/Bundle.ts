@@ -1,5 +1,5 @@
 import { install } from "./CodeCache.js"
-import { atStartup } from "./EngineFlags.js"
+import { atStartup, startupFlagsAgain } from "./EngineFlags.js"
 
 /**
  * Why: the engine flags must be set before the code cache is read (a cache made under other flags is
@@ -14,5 +14,5 @@ export const start = (bundleDir: string) => {
   // The bundle's dynamic imports (user tool files, Node built-ins) are made here, in a file Node
   // compiles itself (see bundle.mjs).
   Object.assign(globalThis, { [Symbol.for("@agent/cli/import")]: (specifier: string) => import(specifier) })
-  install(bundleDir, process.argv[2])
+  install(bundleDir, process.argv[2], process.env, startupFlagsAgain)
 }

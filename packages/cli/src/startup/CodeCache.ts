@@ -27,7 +27,13 @@ import * as vm from "node:vm"
  *   so concurrent processes never read a half-written one. Any failure means no cache, never
  *   a failed command. `AGENT_NO_COMPILE_CACHE=1` turns it off.
  */
-export const install = (bundleDir: string, command: string | undefined, env: NodeJS.ProcessEnv = process.env) => {
+export const install = (
+  bundleDir: string,
+  command: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  /** Just before the cache is written: V8 stamps it with the flags then set (see EngineFlags.ts). */
+  beforeWrite: () => void = () => undefined
+) => {
   if (env.AGENT_NO_COMPILE_CACHE) return
   const root = cacheRoot(bundleDir, env)
   if (!root) return
@@ -63,6 +69,7 @@ export const install = (bundleDir: string, command: string | undefined, env: Nod
   process.once("exit", () => {
     if (fresh.length === 0) return
     try {
+      beforeWrite()
       fs.mkdirSync(dir, { recursive: true })
       for (const { file, script } of fresh) {
         const temporary = `${file}.${process.pid}.tmp`

@@ -1,4 +1,4 @@
-import { limitOldGenerationGrowth } from "./OldGeneration.js"
+import { limitOldGenerationGrowth, unlimitOldGenerationGrowth } from "./OldGeneration.js"
 import { keepWasmOnBaseline } from "./WasmTiering.js"
 import { holdYoungGeneration, releaseYoungGeneration } from "./YoungGeneration.js"
 
@@ -31,4 +31,19 @@ export const afterStartup = (options: AfterStartupOptions = {}) => {
   started = true
   if (options.heapGrowingPercent !== undefined) limitOldGenerationGrowth(options.heapGrowingPercent)
   releaseYoungGeneration(options.capYoungGeneration !== false)
+}
+
+/**
+ * Why: V8 stamps a code cache with a hash of the flags set when it is made, and turns down a cache
+ * whose stamp differs from the flags of the process reading it (at startup). `agent acp` and
+ * `agent serve` end with other flags than they started with (the young generation's growth, the
+ * old generation's), so their cache was turned down and compiled again on every start: each
+ * function cost its first compile again in the session's first steps (docs/performance.md, ACP).
+ *
+ * Just before the code cache is written, at exit: the flags as `atStartup` left them. It keeps
+ * no state: the bundle's startup file has its own copy of this module, apart from the command's.
+ */
+export const startupFlagsAgain = () => {
+  holdYoungGeneration()
+  unlimitOldGenerationGrowth()
 }

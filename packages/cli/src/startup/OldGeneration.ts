@@ -13,7 +13,13 @@ import { setFlagsFromString } from "node:v8"
 /** Node flags (command line or NODE_OPTIONS) that size the old generation: given, they are left alone. */
 const OLD_GENERATION_FLAGS = /--(heap[-_]growing[-_]percent|max[-_]old[-_]space[-_]size)\b/
 
+const givenToNode = () => [...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((arg) => OLD_GENERATION_FLAGS.test(arg))
+
 export const limitOldGenerationGrowth = (percent: number) => {
-  const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((arg) => OLD_GENERATION_FLAGS.test(arg))
-  if (!given) setFlagsFromString(`--heap-growing-percent=${percent}`)
+  if (!givenToNode()) setFlagsFromString(`--heap-growing-percent=${percent}`)
+}
+
+/** Back to V8's default (0: the growth V8 chooses) unless node was given its own (see EngineFlags.ts). */
+export const unlimitOldGenerationGrowth = () => {
+  if (!givenToNode()) setFlagsFromString("--heap-growing-percent=0")
 }
