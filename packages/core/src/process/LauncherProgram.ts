@@ -70,8 +70,6 @@ const run = (request) => {
     return
   }
   running.set(request.id, child)
-  // The command first, so it runs while the rest is done.
-  child.stdin.end(request.head + request.input)
   send({ t: "started", id: request.id, pid: child.pid })
   let stdout = ""
   let stderr = ""
@@ -85,9 +83,7 @@ const run = (request) => {
     send({ t: "exit", id: request.id, code, signal, stdout: stdout.slice(0, request.maxOutput), stderr: stderr.slice(0, request.maxOutput) })
     setImmediate(refill)
   })
-  // Its replacement is made now, while the command runs: a spawn blocks this process for a few ms,
-  // and made after the exit it held up the next request (docs/performance.md, "Hooks").
-  setImmediate(refill)
+  child.stdin.end(request.head + request.input)
 }
 const handle = (request) => {
   if (request.t === "init") {
