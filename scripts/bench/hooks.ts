@@ -21,6 +21,8 @@ import * as path from "node:path"
 
 const STEPS = Number(process.env.BENCH_STEPS ?? 200)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+/** BENCH_ONLY=noop,viaHttp runs those configurations (and "none") only, e.g. under a profiler. */
+const ONLY = process.env.BENCH_ONLY?.split(",")
 
 const echo = Tool.make({
   id: "echo",
@@ -29,7 +31,7 @@ const echo = Tool.make({
   execute: (params) => Effect.succeed({ title: "echo", output: params.text })
 })
 
-const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const median = (values: ReadonlyArray<number>): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN
 
 /** A runtime whose user config holds `hooks`; its session's step times (model call to model call). */
 const measure = (hooks: object | undefined, extraEnv: Record<string, string> = {}) =>
@@ -139,6 +141,7 @@ const program = Effect.gen(function*() {
   let none: Effect.Effect.Success<ReturnType<typeof measure>> | undefined
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of Object.keys(configs) as Array<keyof typeof configs>) {
+      if (ONLY !== undefined && name !== "none" && !ONLY.includes(name)) continue
       const result = yield* configs[name]()
       steps[name].push(...result.perStep)
       cpu[name].push(result.cpuPerStep)

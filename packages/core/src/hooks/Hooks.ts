@@ -141,16 +141,16 @@ function make() {
     const launcher = yield* commandLauncherFor(running, instance.directory, env)
     const inBackground = yield* FiberSet.make()
 
-    const renderCaches = new Map<SessionID, Transcript.RenderCache>()
+    const transcriptFiles = new Map<SessionID, Transcript.TranscriptFile>()
     const transcriptOf = (sessionID: SessionID | undefined, history: ReadonlyArray<MessageWithParts> | undefined) =>
       Effect.gen(function*() {
         if (sessionID === undefined) return ""
         const file = path.join(transcriptDir, `${sessionID}.jsonl`)
         const messages = history ?? (yield* store.history(sessionID).pipe(Effect.orElseSucceed(() => [])))
-        let cache = renderCaches.get(sessionID)
-        if (cache === undefined) renderCaches.set(sessionID, (cache = new Map()))
+        let state = transcriptFiles.get(sessionID)
+        if (state === undefined) transcriptFiles.set(sessionID, (state = Transcript.emptyFile()))
         const context = { sessionID, cwd: instance.directory, version: VERSION, mcpServers: loaded.mcpServers }
-        yield* Effect.try(() => Transcript.write(file, messages, context, cache)).pipe(
+        yield* Effect.try(() => Transcript.write(file, messages, context, state)).pipe(
           Effect.catchAll((error) => Effect.logWarning(`the transcript for hooks could not be written to ${file}: ${String(error.error)}`))
         )
         return file
