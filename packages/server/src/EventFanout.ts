@@ -47,24 +47,44 @@ export interface Subscription {
 export type OlderEvents = (after: number, upTo: number) => Stream.Stream<ServerEvent>
 
 /**
+ * The shared event log behind a replica's fan-out. It is read only while clients are connected
+ * (EventLogFeed.ts): the first client to arrive moves the fan-out to the log's `head` and wakes the
+ * reader (`resume`), and replays older than that come from the log (`older`).
+ */
+export interface LogSource {
+  readonly older: OlderEvents
+  /** The log's last committed position now. */
+  readonly head: () => Effect.Effect<number>
+  /** Wakes the log's reader: a client arrived while none was connected. */
+  readonly resume: () => void
+}
+
+/**
  * The clients of the event stream: each has its own bounded queue, and one that stops reading is
  * cut off with a final `server.overflow` event instead of holding the server's memory. The last
  * events are kept for `Last-Event-ID` replay; with `log`, ids are the event log's positions, and a
  * replay that reaches past the kept events reads the rest from the log (`older`).
  */
-export const makeFanout = (options: FanoutOptions, log?: { readonly older: OlderEvents; readonly head: number }) =>
+export const makeFanout = (options: FanoutOptions, log?: LogSource) =>
   Effect.gen(function*() {
     const older = log?.older
     const replayCapacity = options.replay ?? 2000
     const clientCapacity = options.clientCapacity ?? 4096
     const clients = new Set<Client>()
     const recent: Array<ServerEvent> = []
-    /** The id of the last event delivered: with the log, its head when the server started. */
-    let last = log?.head ?? 0
+    /**
+     * The id of the last event delivered. With the log it is also where the reader goes on from, and
+     * it jumps to the log's head when the first client arrives after none were connected.
+     */
+    let last = 0
 
     const hasRoom = (client: Client) => Option.getOrElse(client.queue.unsafeSize(), () => 0) < client.capacity
-    /** Passes a numbered event to every client; ids must grow. */
+    /**
+     * Passes a numbered event to every client. Ids must grow: one at or below the last is dropped
+     * (with the log: a page a reader had in flight when the fan-out jumped to the head).
+     */
     const deliver = (event: ServerEvent) => {
+      if (event.id! <= last) return
       last = event.id!
       recent.push(event)
       // Trimmed in batches: cutting one event off the front each time moved the whole buffer.
@@ -138,8 +158,16 @@ export const makeFanout = (options: FanoutOptions, log?: { readonly older: Older
       Effect.gen(function*() {
         const queue = yield* Queue.bounded<ServerEvent>(clientCapacity + 1) // one slot beyond the capacity for the final overflow event
         const dropped = yield* Deferred.make<void>()
+        // With no client connected the log was not read: where it is now is where this one starts.
+        const head = log !== undefined && clients.size === 0 ? yield* log.head() : undefined
         // Registering and taking the replay happen in one synchronous block: no gap, no duplicate.
         const replay = yield* Effect.sync(() => {
+          if (head !== undefined && clients.size === 0) {
+            // The buffer ends where reading stopped, not at the head: the replay comes from the log.
+            recent.length = 0
+            last = Math.max(last, head)
+            log!.resume()
+          }
           // A client ahead of this server (it read another replica that was further on) gets nothing
           // twice: the events up to its id are skipped when they arrive here.
           // (Only with the log: there ids are positions every replica shares; a restarted server on its
@@ -149,7 +177,13 @@ export const makeFanout = (options: FanoutOptions, log?: { readonly older: Older
           clients.add(client)
           return { client, events: lastEventId === undefined || lastEventId >= last ? Stream.empty : missed(lastEventId, last) }
         })
-        yield* Effect.addFinalizer(() => Effect.sync(() => clients.delete(replay.client)).pipe(Effect.zipRight(Queue.shutdown(queue))))
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            clients.delete(replay.client)
+            // Nothing reads the buffer until a client comes back, and then it starts from the log.
+            if (log !== undefined && clients.size === 0) recent.length = 0
+          }).pipe(Effect.zipRight(Queue.shutdown(queue)))
+        )
         return {
           events: replay.events.pipe(
             Stream.concat(Stream.repeatEffectChunkOption(takeBatch(queue))),
@@ -159,7 +193,15 @@ export const makeFanout = (options: FanoutOptions, log?: { readonly older: Older
         }
       })
 
-    return { deliver, subscribe, clients: () => Effect.sync(() => clients.size) }
+    return {
+      deliver,
+      subscribe,
+      clients: () => Effect.sync(() => clients.size),
+      /** Whether anyone is connected: the log's reader reads only then. */
+      wanted: () => clients.size > 0,
+      /** The id of the last event delivered: where the log's reader goes on from. */
+      position: () => last
+    }
   })
 
 export type Fanout = Effect.Effect.Success<ReturnType<typeof makeFanout>>

@@ -1,7 +1,7 @@
 import { Bus, DeltaMerge, makeEventLog } from "@agent/core"
 import type { BusEvent } from "@agent/domain"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Context, type Duration, Effect, Layer, Schedule, type Scope, Stream } from "effect"
+import { Context, type Duration, Effect, Layer, Queue, Schedule, type Scope, Stream } from "effect"
 import { type FanoutOptions, makeFanout, type ServerEvent, type Subscription } from "./EventFanout.js"
 import { type EventLogFeedOptions, followLog, olderEvents } from "./EventLogFeed.js"
 
@@ -41,7 +41,7 @@ const followBus = (bus: Bus["Type"], deliver: (event: ServerEvent) => void, coal
 /**
  * The events SSE clients get. On SQLite: this process's bus, numbered here, the last ones kept
  * for `Last-Event-ID` replay. On PostgreSQL: the event log every replica writes, numbered by its
- * positions, so a client may resume on any replica (EventLogFeed.ts).
+ * positions, so a client may resume on any replica (EventLogFeed.ts); read only while clients are connected.
  */
 export class EventHub extends Context.Tag("@agent/server/EventHub")<
   EventHub,
@@ -62,9 +62,9 @@ export class EventHub extends Context.Tag("@agent/server/EventHub")<
         const sql = yield* SqlClient.SqlClient
         if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
           const log = yield* makeEventLog
-          const head = yield* log.head()
-          const fanout = yield* makeFanout(options, { older: olderEvents(log), head })
-          yield* followLog(log, head, fanout.deliver, options)
+          const wake = yield* Queue.sliding<void>(1)
+          const fanout = yield* makeFanout(options, { older: olderEvents(log), head: log.head, resume: () => wake.unsafeOffer(undefined) })
+          yield* followLog(log, fanout, wake, options)
           return EventHub.of({ subscribe: fanout.subscribe, clients: fanout.clients })
         }
         const fanout = yield* makeFanout(options)

@@ -37,29 +37,33 @@ export const olderEvents = (log: EventLogShape): OlderEvents => (after, upTo) =>
       ] as const)
     ))
 
-/** Where the reader is: the last position it passed on. */
-interface Tail {
-  cursor: number
+/** What the reader feeds: the fan-out of this replica's clients (EventFanout.ts). */
+export interface LogReader {
+  /** Whether any client is connected: with none, the log is not read. */
+  readonly wanted: () => boolean
+  /** The position of the last event passed on: reading goes on after it. */
+  readonly position: () => number
+  readonly deliver: (event: ServerEvent) => void
 }
 
 /**
- * Reads the log after `head` as it grows and passes each event to `deliver`, in order: on every
- * NOTIFY (PostgreSQL), every `poll`, and after the LISTEN connection comes back. Prunes old events.
+ * Reads the log as it grows and passes each event to the reader, in order, while it has clients:
+ * on every NOTIFY (PostgreSQL), every `poll`, after the LISTEN connection comes back, and when
+ * `wake` is offered (the first client arrived). Prunes old events.
  */
 export const followLog = (
   log: EventLogShape,
-  head: number,
-  deliver: (event: ServerEvent) => void,
+  reader: LogReader,
+  wake: Queue.Queue<void>,
   options: EventLogFeedOptions = {}
 ): Effect.Effect<void, never, Scope.Scope | SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    const tail: Tail = { cursor: head }
-    const wake = yield* Queue.sliding<void>(1)
+    // Without clients a replica skips the reads and the decoding of every replica's events, which
+    // grew with the number of replicas (docs/performance.md, "Replicas").
     const readNew = Effect.gen(function*() {
-      for (;;) {
-        const page = yield* log.after(tail.cursor, PAGE)
-        for (const event of page) deliver(toServerEvent(event))
-        if (page.length > 0) tail.cursor = page[page.length - 1]!.pos
+      while (reader.wanted()) {
+        const page = yield* log.after(reader.position(), PAGE)
+        for (const event of page) reader.deliver(toServerEvent(event))
         if (page.length < PAGE) return
       }
     })

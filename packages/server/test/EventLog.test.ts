@@ -103,6 +103,30 @@ describe.runIf(TestDatabase.postgresRuns())("the event stream of replicas on Pos
       contiguous([...first, ...rest])
     }))
 
+  it.scopedLive("B had no client while A published: a client resuming on B gets it all from the log, then live events once", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase.freshPostgres
+      const a = yield* serve({ model: model(), database })
+      const b = yield* serve({ model: model(), database })
+      const publish = (from: number, to: number) =>
+        a.run(Effect.gen(function*() {
+          const bus = yield* Bus
+          for (let n = from; n < to; n++) yield* bus.publish(todo(ses(n % 2), `task ${n}`))
+        }))
+      // A's client sees them logged; B has none connected, so it does not read them.
+      const [onA] = yield* Effect.all([read(a.url, countTodos(20), 0), publish(0, 20)], { concurrency: "unbounded" })
+      const [onB] = yield* Effect.all([read(b.url, countTodos(30), 0), publish(20, 30)], { concurrency: "unbounded" })
+      expect(contents(onB)).toEqual(Array.from({ length: 30 }, (_, n) => `task ${n}`))
+      expect(onB.slice(0, onA.length)).toEqual(onA)
+      contiguous(onB)
+      // Everyone left B; a client that left at task 24 comes back after more was published.
+      const at24 = onB.find((event) => event.type === "todo.updated" && event.properties.todos[0].content === "task 24")!
+      yield* publish(30, 35)
+      const [resumed] = yield* Effect.all([read(b.url, countTodos(15), at24.id), publish(35, 40)], { concurrency: "unbounded" })
+      expect(contents(resumed)).toEqual(Array.from({ length: 15 }, (_, n) => `task ${n + 25}`))
+      contiguous([...onB.filter((event) => event.id! <= at24.id!), ...resumed])
+    }))
+
   it.scopedLive("a LISTEN connection terminated by the server comes back, and what was committed meanwhile arrives", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase.freshPostgres
