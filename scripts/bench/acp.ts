@@ -20,14 +20,13 @@
  * profiles of both processes under dir/run and dir/acp). Target (issue 25): ACP adds ≤ 2 ms per step and ≤ 20 MiB.
  */
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
-import * as Acp from "@agentclientprotocol/sdk"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Readable, Writable } from "node:stream"
 import { fileURLToPath } from "node:url"
+import { Worker } from "node:worker_threads"
 import { type ModelCall, modelProxy } from "./ModelProxy.js"
 
 const bin = fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
@@ -141,33 +140,43 @@ const viaRun = (url: string, calls: Array<Call>, agent: Agent) =>
 const viaAcp = (url: string, calls: Array<Call>, agent: Agent) =>
   Effect.promise(async () => {
     const { root, project, env } = makeProject(url)
-    const child = spawn(process.execPath, [...(process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", path.join(process.env.BENCH_ACP_PROF, "acp")] : []), bin, "acp"], { cwd: project, env, stdio: ["pipe", "pipe", "inherit"] })
-    agent.pid = child.pid
-    let firstUpdate = 0
-    const app = Acp.client({ name: "bench" }).onNotification("session/update", ({ params }) => {
-      if (params.update.sessionUpdate !== "available_commands_update") firstUpdate ||= performance.now()
-    })
-    const connection = app.connect(
-      Acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>)
-    )
+    const nodeArgs = process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", path.join(process.env.BENCH_ACP_PROF, "acp")] : []
+    // The client runs in a worker thread (AcpClient.mjs says why); its clock is the epoch's, the proxy's this thread's.
+    const worker = new Worker(new URL("./AcpClient.mjs", import.meta.url), { workerData: { bin, project, env, nodeArgs } })
     try {
-      await connection.agent.request("initialize", { protocolVersion: Acp.PROTOCOL_VERSION, clientCapabilities: {} })
-      const { sessionId } = await connection.agent.request("session/new", { cwd: project, mcpServers: [] })
-      await new Promise((resolve) => setTimeout(resolve, 50))
-      firstUpdate = 0
-      const cpuBefore = cpuMsOf(child.pid!)
-      const sent = performance.now()
-      const response = await connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "read the notes" }] })
-      if (response.stopReason !== "end_turn" || calls.length !== STEPS) throw new Error(`agent acp: ${response.stopReason} after ${calls.length} model calls`)
-      const peakRss = peakRssOf(child.pid!)
-      const cpu = cpuMsOf(child.pid!) - cpuBefore
-      return { firstUpdate: firstUpdate - calls[0]!.answered, promptToFirstUpdate: firstUpdate - sent, perStep: perStep(calls), peakRss, cpu, cpuPerStep: cpuPerStep(calls), stepCpus: stepCpus(calls) }
+      const result = await new Promise<ClientResult>((resolve, reject) => {
+        worker.on("message", (message: { pid?: number; result?: ClientResult; error?: string }) => {
+          if (message.pid !== undefined) agent.pid = message.pid
+          if (message.result !== undefined) resolve(message.result)
+          if (message.error !== undefined) reject(new Error(`agent acp: ${message.error}`))
+        })
+        worker.on("error", reject)
+      })
+      if (result.stopReason !== "end_turn" || calls.length !== STEPS) throw new Error(`agent acp: ${result.stopReason} after ${calls.length} model calls`)
+      const answered = performance.timeOrigin + calls[0]!.answered
+      return {
+        firstUpdate: result.firstUpdate - answered,
+        promptToFirstUpdate: result.firstUpdate - result.sent,
+        perStep: perStep(calls),
+        peakRss: result.peakRss,
+        cpu: result.cpu,
+        cpuPerStep: cpuPerStep(calls),
+        stepCpus: stepCpus(calls)
+      }
     } finally {
-      child.stdin.end()
-      await new Promise((resolve) => child.once("exit", resolve))
+      await worker.terminate()
       fs.rmSync(root, { recursive: true, force: true })
     }
   })
+
+/** What the client thread reports of a session (times in ms since the epoch). */
+interface ClientResult {
+  readonly stopReason: string
+  readonly firstUpdate: number
+  readonly sent: number
+  readonly peakRss: number
+  readonly cpu: number
+}
 
 /** One session through `run`: a fresh model server and proxy, tool-calling requests recorded. */
 const once = (run: (url: string, calls: Array<Call>, agent: Agent) => Effect.Effect<Measure>) =>

@@ -37,6 +37,8 @@ const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50)
 /** BENCH_IDLE_SECONDS: how long each run first measures its servers idle (CPU per second per process); 0 skips it. */
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 0)
 const STEPS = Number(process.env.BENCH_STEPS ?? 20)
+/** BENCH_WARMUP: sessions each server runs before the measured ones (0: the servers start cold). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 0)
 // BENCH_SERVER_BIN=packages/cli/dist/bin.js runs the unbundled build, whose profile names each library's files.
 const bin = process.env.BENCH_SERVER_BIN ?? fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
 
@@ -158,15 +160,16 @@ const post = (url: string, route: string, body: unknown) =>
   fetch(`${url}${route}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
 
 /** Creates and prompts the sessions, the i-th through `urls[i % n]`; resolves once every session made `steps` model calls and got the last answer. */
-const drive = async (urls: ReadonlyArray<string>, calls: Array<{ tag: number; answered: number }>, steps: number) => {
+const drive = async (urls: ReadonlyArray<string>, calls: Array<{ tag: number; answered: number }>, steps: number, sessions = SESSIONS, firstTag = 0) => {
   const started = performance.now()
-  await Promise.all(Array.from({ length: SESSIONS }, async (_, index) => {
-    const url = urls[index % urls.length]!
+  await Promise.all(Array.from({ length: sessions }, async (_, offset) => {
+    const index = firstTag + offset
+    const url = urls[offset % urls.length]!
     const session = await post(url, "/session", { title: `bench ${index}` }).then((response) => response.json() as Promise<{ id: string }>)
     await post(url, `/session/${session.id}/prompt_async`, { parts: [{ type: "text", text: `bench-session-${index}: read the notes` }] })
   }))
   for (;;) {
-    const done = Array.from({ length: SESSIONS }, (_, index) => calls.filter((call) => call.tag === index && call.answered > 0).length >= steps)
+    const done = Array.from({ length: sessions }, (_, offset) => calls.filter((call) => call.tag === firstTag + offset && call.answered > 0).length >= steps)
     if (done.every(Boolean)) break
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
@@ -182,6 +185,8 @@ interface Result {
   readonly name: string
   readonly wall: number
   readonly cpu: number
+  /** CPU (ms) by kind of thread, all processes together. */
+  readonly threads: Record<string, number>
   /** Each process's CPU per second (ms) while idle, before the sessions start (BENCH_IDLE_SECONDS). */
   readonly idle: Array<number> | undefined
   /** The PostgreSQL server's CPU over the run (ms), when the bench started the server. */
@@ -193,7 +198,7 @@ interface Result {
 const run = (name: string, replicas: number | "sqlite" | "postgres" | "3p") =>
   Effect.scoped(Effect.gen(function*() {
     const dir = yield* tempDir
-    const model = yield* MockOpenAIServer.start(Array.from({ length: SESSIONS * (STEPS + 1) + 100 }, () => turn(STEPS)))
+    const model = yield* MockOpenAIServer.start(Array.from({ length: (SESSIONS + 3 * WARMUP) * (STEPS + 2) + 100 }, () => turn(STEPS)))
     const proxy = yield* modelProxy(model.url, tagOf)
     let pids: Array<number>
     let urls: Array<string>
@@ -233,10 +238,17 @@ const run = (name: string, replicas: number | "sqlite" | "postgres" | "3p") =>
       yield* Effect.sleep(`${IDLE_SECONDS} seconds`)
       idle = pids.map((pid, index) => (cpuMsOf(pid) - before[index]!) / IDLE_SECONDS)
     }
+    // BENCH_WARMUP: sessions each server runs first, unmeasured (what a long-running server's steps cost once its code is warm).
+    if (WARMUP > 0) yield* Effect.promise(() => drive(urls, proxy.calls, STEPS, WARMUP * urls.length, SESSIONS))
+    const threadsBefore = pids.map(threadCpuOf)
     const cpuBefore = pids.map(cpuMsOf)
     const pgBefore = postgresCpuMs(bench.postgresDir)
     const wall = yield* Effect.promise(() => drive(urls, proxy.calls, STEPS))
     const cpu = pids.reduce((sum, pid, index) => sum + cpuMsOf(pid) - cpuBefore[index]!, 0)
+    const threads: Record<string, number> = {}
+    pids.forEach((pid, index) => {
+      for (const [kind, ms] of Object.entries(threadCpuOf(pid))) threads[kind] = (threads[kind] ?? 0) + ms - (threadsBefore[index]![kind] ?? 0)
+    })
     const pgAfter = postgresCpuMs(bench.postgresDir)
     const pgCpu = pgBefore !== undefined && pgAfter !== undefined ? pgAfter - pgBefore : undefined
     const overhead: Array<number> = []
@@ -247,7 +259,7 @@ const run = (name: string, replicas: number | "sqlite" | "postgres" | "3p") =>
     const peakRss = pids.map((pid) => statusOf(pid).peakRss)
     // A graceful stop when profiling: node writes the profile on exit.
     if (process.env.BENCH_SERVER_NODE_ARGS?.includes("--cpu-prof")) yield* Effect.promise(() => Promise.all(stops.map((stop) => stop())))
-    return { name, wall, cpu, idle, pgCpu, overhead, peakRss } satisfies Result
+    return { name, wall, cpu, threads, idle, pgCpu, overhead, peakRss } satisfies Result
   }))
 
 /** Three replicas, model calls of 500 ms, one replica killed once every session is under way. */
@@ -278,6 +290,26 @@ const failover = Effect.scoped(Effect.gen(function*() {
   return { wall, longest }
 }))
 
+/**
+ * CPU (ms) of a process's threads grouped by kind (BENCH_THREADS=1): the JavaScript thread, V8's workers
+ * (optimizing compiler, concurrent GC), libuv's pool and the rest, from /proc/<pid>/task (Linux).
+ */
+const threadCpuOf = (pid: number) => {
+  const kinds: Record<string, number> = {}
+  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8")
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      const kind = Number(task) === pid ? "js" : name.startsWith("V8") ? "v8" : name.startsWith("libuv") ? "libuv" : "other"
+      kinds[kind] = (kinds[kind] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return kinds
+}
+
 const main = Effect.gen(function*() {
   if (!TestDatabase.serverUrl()) {
     const pg = yield* Effect.promise(() => import("../test/postgres.mjs" as string) as Promise<{ start: () => Promise<{ url: string; dir: string }>; stop: (dir: string) => void }>)
@@ -303,6 +335,9 @@ const main = Effect.gen(function*() {
         (result.idle ? `  idle CPU ${result.idle.map((ms) => ms.toFixed(1)).join(" / ")} ms/s` : "") +
         (result.pgCpu !== undefined && replicas !== "sqlite" ? `  (PostgreSQL server CPU ${(result.pgCpu / steps).toFixed(2)} ms/step)` : "")
     )
+    if (process.env.BENCH_THREADS === "1") {
+      console.log(`  by thread: ${Object.entries(result.threads).map(([kind, ms]) => `${kind} ${(ms / steps).toFixed(2)}`).join(", ")} ms/step`)
+    }
   }
   const sqlite = results.find((result) => result.name === "1 process, SQLite")
   const pg = results.find((result) => result.name === "1 process, PostgreSQL")

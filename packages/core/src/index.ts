@@ -14,7 +14,7 @@ export { EditorTerminal, type EditorTerminalHandle, type EditorTerminalShape, ty
 export * from "./config/ConfigRedaction.js"
 export * from "./config/ConfigService.js"
 export * as Database from "./store/Database.js"
-export { DeltaMerge } from "./runtime/DeltaMerge.js"
+export { DeltaMerge, makeTimedDeltaMerge, type TimedDeltaMerge } from "./runtime/DeltaMerge.js"
 export { EventLog, type EventLogShape, type LoggedEvent, listen as listenEventLog, makeEventLog } from "./store/EventLog.js"
 export * as Identifier from "./runtime/Identifier.js"
 export * from "./hooks/Hooks.js"

@@ -1,7 +1,7 @@
-import { Bus, DeltaMerge, makeEventLog } from "@agent/core"
+import { Bus, makeEventLog, makeTimedDeltaMerge } from "@agent/core"
 import type { BusEvent } from "@agent/domain"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Context, type Duration, Effect, Layer, Queue, Schedule, type Scope, Stream } from "effect"
+import { Context, type Duration, Effect, Layer, Queue, type Scope, Stream } from "effect"
 import { type FanoutOptions, makeFanout, type ServerEvent, type Subscription } from "./EventFanout.js"
 import { type EventLogFeedOptions, followLog, olderEvents } from "./EventLogFeed.js"
 
@@ -16,23 +16,12 @@ export interface EventHubOptions extends FanoutOptions, EventLogFeedOptions {
 const followBus = (bus: Bus["Type"], deliver: (event: ServerEvent) => void, coalesce: Duration.DurationInput) =>
   Effect.gen(function*() {
     let sequence = 0
-    const merge = new DeltaMerge()
     const emit = (event: BusEvent) => deliver({ id: ++sequence, type: event.type, properties: event.properties })
+    // Anything else about the run flushes the merged text first, so order is kept.
+    const merge = yield* makeTimedDeltaMerge(coalesce, emit)
     const events = yield* bus.subscribe({ capacity: 65_536 })
     yield* events.pipe(
-      Stream.runForEach((event) =>
-        Effect.sync(() => {
-          if (merge.hold(event)) return
-          // Anything else about the run flushes the merged text first, so order is kept.
-          merge.flush(emit)
-          emit(event)
-        })
-      ),
-      Effect.catchAllCause(Effect.logError),
-      Effect.forkScoped
-    )
-    yield* Effect.sync(() => merge.flush(emit)).pipe(
-      Effect.repeat({ schedule: Schedule.spaced(coalesce) }),
+      Stream.runForEach((event) => Effect.sync(() => merge.pass(event) || emit(event))),
       Effect.catchAllCause(Effect.logError),
       Effect.forkScoped
     )

@@ -4,7 +4,7 @@
 // docs/architecture.md: barrels would put every member into each CLI chunk that imports one).
 
 export { Bus } from "./Bus.js"
-export { DeltaMerge } from "./DeltaMerge.js"
+export { DeltaMerge, makeTimedDeltaMerge, type TimedDeltaMerge } from "./DeltaMerge.js"
 export * as Identifier from "./Identifier.js"
 export { ascending } from "./Identifier.js"
 export { Instance } from "./Instance.js"

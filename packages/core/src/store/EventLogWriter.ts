@@ -1,8 +1,8 @@
 import type { BusEvent } from "@agent/domain"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Layer, Queue, Schedule, Stream } from "effect"
+import { Effect, Layer, Queue, Stream } from "effect"
 import { Bus } from "../runtime/Bus.js"
-import { DeltaMerge } from "../runtime/DeltaMerge.js"
+import { makeTimedDeltaMerge } from "../runtime/DeltaMerge.js"
 import { isReadOnly } from "./Database.js"
 import { type EventLogShape, makeEventLog } from "./EventLog.js"
 
@@ -52,20 +52,22 @@ const drain = (log: EventLogShape, waiting: Waiting) =>
 const start = Effect.gen(function*() {
   const bus = yield* Bus
   const log = yield* makeEventLog
-  const merge = new DeltaMerge()
   const waiting: Waiting = { events: [], dropped: 0 }
   const add = push(waiting)
   const wake = yield* Queue.sliding<void>(1)
   const lock = yield* Effect.makeSemaphore(1)
   const drainNow = lock.withPermits(1)(drain(log, waiting))
+  const merge = yield* makeTimedDeltaMerge(MERGE_WINDOW, (event) => {
+    add(event)
+    wake.unsafeOffer(undefined)
+  })
 
   // Subscribed before anything above this layer can publish.
   const events = yield* bus.subscribe({ capacity: 65_536 })
   yield* events.pipe(
     Stream.runForEach((event) =>
       Effect.sync(() => {
-        if (merge.hold(event)) return
-        merge.flush(add)
+        if (merge.pass(event)) return
         add(event)
         wake.unsafeOffer(undefined)
       })
@@ -73,10 +75,6 @@ const start = Effect.gen(function*() {
     Effect.catchAllCause(Effect.logError),
     Effect.forkScoped
   )
-  yield* Effect.sync(() => {
-    merge.flush(add)
-    if (waiting.events.length > 0) wake.unsafeOffer(undefined)
-  }).pipe(Effect.repeat({ schedule: Schedule.spaced(MERGE_WINDOW) }), Effect.catchAllCause(Effect.logError), Effect.forkScoped)
   // One append at a time: what the bus publishes meanwhile becomes the next batch.
   yield* Queue.take(wake).pipe(
     Effect.zipRight(drainNow.pipe(
@@ -96,7 +94,7 @@ const start = Effect.gen(function*() {
     Effect.gen(function*() {
       // Lets the subscription take what the bus still holds.
       yield* Effect.yieldNow()
-      yield* Effect.sync(() => merge.flush(add))
+      yield* Effect.sync(() => merge.flush())
       yield* drainNow
     }).pipe(Effect.timeout("5 seconds"), Effect.catchAllCause((cause) => Effect.logError("event log: the last events were not logged", cause)))
   )
