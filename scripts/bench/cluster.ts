@@ -17,7 +17,10 @@
  * (sqlite,postgres,1,3 by default; 3p adds three plain processes on one database, no cluster), BENCH_FAILOVER=0
  * skips the failover, BENCH_IDLE_SECONDS measures each server idle first, BENCH_SERVER_NODE_ARGS and
  * BENCH_SERVER_BIN reach every server (profiles: `--cpu-prof --cpu-prof-dir=/tmp/prof`). The PostgreSQL server's
- * own CPU per step is printed when the bench started the server.
+ * own CPU per step is printed when the bench started the server. BENCH_WARMUP=N has each server run N sessions
+ * before the measured ones (their steps then cost what a long-running server's do: every process compiles its
+ * hot code once, and a cold start charges that to the first sessions); BENCH_THREADS=1 splits the CPU into the
+ * JavaScript thread and the others (V8's compiler and GC helpers, libuv's pool).
  *
  * Needs PostgreSQL: AGENT_TEST_DATABASE_URL, else one is started (scripts/test/postgres.mjs).
  * Run after `pnpm build`: `pnpm bench:cluster`. Target (issue 28): ≤ 25 % more CPU per step than one process on SQLite.
@@ -193,6 +196,8 @@ interface Result {
   readonly pgCpu: number | undefined
   readonly overhead: Array<number>
   readonly peakRss: Array<number>
+  /** Model calls (with tools) the measured sessions made: more than SESSIONS × STEPS means steps ran twice. */
+  readonly modelCalls: number
 }
 
 const run = (name: string, replicas: number | "sqlite" | "postgres" | "3p") =>
@@ -259,7 +264,8 @@ const run = (name: string, replicas: number | "sqlite" | "postgres" | "3p") =>
     const peakRss = pids.map((pid) => statusOf(pid).peakRss)
     // A graceful stop when profiling: node writes the profile on exit.
     if (process.env.BENCH_SERVER_NODE_ARGS?.includes("--cpu-prof")) yield* Effect.promise(() => Promise.all(stops.map((stop) => stop())))
-    return { name, wall, cpu, threads, idle, pgCpu, overhead, peakRss } satisfies Result
+    const modelCalls = proxy.calls.filter((call) => call.tag < SESSIONS).length
+    return { name, wall, cpu, threads, idle, pgCpu, overhead, peakRss, modelCalls } satisfies Result
   }))
 
 /** Three replicas, model calls of 500 ms, one replica killed once every session is under way. */
@@ -335,6 +341,7 @@ const main = Effect.gen(function*() {
         (result.idle ? `  idle CPU ${result.idle.map((ms) => ms.toFixed(1)).join(" / ")} ms/s` : "") +
         (result.pgCpu !== undefined && replicas !== "sqlite" ? `  (PostgreSQL server CPU ${(result.pgCpu / steps).toFixed(2)} ms/step)` : "")
     )
+    if (result.modelCalls !== steps) console.log(`  ${result.modelCalls} model calls for ${steps} steps: some ran more than once`)
     if (process.env.BENCH_THREADS === "1") {
       console.log(`  by thread: ${Object.entries(result.threads).map(([kind, ms]) => `${kind} ${(ms / steps).toFixed(2)}`).join(", ")} ms/step`)
     }
