@@ -11,6 +11,18 @@ import { type AcpPeer, type AcpSession, askEditor, cancelTurn, runTurn, sessionO
 import { makeSessionOps } from "./AcpSessionOps.js"
 import { clientFiles, clientTerminal, type PortDeps } from "./AcpEditorPorts.js"
 
+/** The bus events an editor's session is shown or answered from (`route`); the others never reach the pump. */
+const ROUTED = [
+  "session.created",
+  "permission.asked",
+  "permission.replied",
+  "prompt.finished",
+  "message.updated",
+  "message.part.updated",
+  "message.part.delta",
+  "todo.updated"
+] as const
+
 
 /** The connection's state: its sessions (by their id and their subagents' ids) and the client's features. */
 interface Connection {
@@ -64,7 +76,7 @@ export const serveAcp = (options: AcpOptions): Effect.Effect<void, never, Scope.
     const pump = (built: AcpRuntime) =>
       Effect.gen(function*() {
         const bus = Context.get(built.context, Bus)
-        const events = yield* bus.subscribe()
+        const events = yield* bus.subscribe({ types: ROUTED })
         yield* events.pipe(
           Stream.runForEach((event) => route(event)),
           Effect.catchAllCause((cause) => Effect.logError("acp: event pump failed", cause)),
