@@ -23,7 +23,6 @@ const ROUTED = [
   "todo.updated"
 ] as const
 
-
 /** The connection's state: its sessions (by their id and their subagents' ids) and the client's features. */
 interface Connection {
   readonly sessions: Map<string, AcpSession>
