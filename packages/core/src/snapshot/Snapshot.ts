@@ -87,6 +87,7 @@ const makeDeps = Effect.gen(function*() {
     dbWrite: withBusyRetry(yield* storageName),
     scope: yield* Effect.scope,
     lock: yield* Effect.makeSemaphore(1),
+    loadLock: yield* Effect.makeSemaphore(1),
     indexLock: yield* Effect.makeSemaphore(1),
     packLock: yield* Effect.makeSemaphore(1),
     state: new SnapshotState(

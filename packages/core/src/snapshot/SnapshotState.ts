@@ -119,6 +119,8 @@ export interface SnapshotDeps {
   readonly scope: Scope.Scope
   /** Serializes everything that reads or moves `current`. */
   readonly lock: Effect.Semaphore
+  /** One opening of the store at a time (steps open it under `lock`, reads without it). */
+  readonly loadLock: Effect.Semaphore
   /** Serializes writes of our index (the stat cache). */
   readonly indexLock: Effect.Semaphore
   /** Serializes repacking. */

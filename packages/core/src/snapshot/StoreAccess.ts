@@ -82,8 +82,16 @@ const repairStore = (deps: SnapshotDeps) =>
     )
   )
 
-/** Checks the store, creates what is missing and loads our stat cache as `current` (once). */
+/**
+ * Checks the store, creates what is missing and loads our stat cache as `current` (once). One
+ * opening at a time: a read opening the store while a step opened, scanned and recorded would
+ * otherwise load the stat cache over what that scan found, and those files would be missing
+ * from every later snapshot.
+ */
 const load = (deps: SnapshotDeps) =>
+  Effect.suspend(() => (deps.state.loaded ? Effect.void : deps.loadLock.withPermits(1)(loadOnce(deps))))
+
+const loadOnce = (deps: SnapshotDeps) =>
   Effect.gen(function*() {
     const { state, gitDir, ownIndex } = deps
     if (state.loaded) return

@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Snapshot, type StepTouch } from "../../src/snapshot/Snapshot.js"
+import { liveDisk, StoreDisk, type StoreDiskShape } from "../../src/snapshot/StoreFile.js"
 
 /** A small deterministic random source, so a failure can be replayed. */
 const random = (seed: number) => () => {
@@ -195,5 +196,36 @@ describe("snapshot scans", () => {
         })
         expect(finished?.patch?.files).toEqual([path.join(project, "a.txt"), path.join(project, "new.txt")])
       }).pipe(Effect.provide(runtime.layer))
+    }))
+
+  it.scopedLive("a read that opens the store while the first step scans leaves that scan's files in later snapshots", () =>
+    Effect.gen(function*() {
+      // The session's diff and revert read the store; the web page asks for them while a run
+      // starts. If a read's opening loaded the (still empty) stat cache after the step's scan,
+      // the files the scan found fell out of every later snapshot: the session's edit of a file
+      // showed as a new file, and revert deleted it. The read's first write to the store stalls
+      // here, so the step opens, scans and records while the read is still opening.
+      let writes = 0
+      const stallFirst: StoreDiskShape = {
+        write: async (handle, data) => {
+          if (writes++ === 0) await new Promise((resolve) => setTimeout(resolve, 400))
+          await liveDisk.write(handle, data)
+        }
+      }
+      const runtime = yield* TestRuntime.make({ model: ScriptedModel.make([]), files: { "project/notes.txt": "hello\n", "project/src/a.ts": "a\n" } })
+      yield* Effect.gen(function*() {
+        const snapshot = yield* Snapshot
+        const first = snapshot.steps()
+        const [, start] = yield* Effect.all([snapshot.read([]), Effect.sleep("20 millis").pipe(Effect.zipRight(first.begin()))], {
+          concurrency: "unbounded"
+        })
+        expect(writes).toBeGreaterThan(1)
+        yield* first.finish(start, { kind: "none" })
+        const next = snapshot.steps()
+        const later = yield* next.begin()
+        yield* next.finish(later, { kind: "none" })
+        const found = yield* snapshot.entries(later!.id, ["notes.txt", "src/a.ts"])
+        expect([...found].filter(([, entry]) => entry !== undefined).map(([file]) => file)).toEqual(["notes.txt", "src/a.ts"])
+      }).pipe(Effect.provide(runtime.layer), Effect.provideService(StoreDisk, stallFirst))
     }))
 })
