@@ -3,7 +3,7 @@ import type { SessionID } from "@agent/domain"
 import { ScriptedModel, TestDatabase } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
-import { serve } from "./support.js"
+import { serve, sseParser } from "./support.js"
 
 // Two servers on one PostgreSQL database, in this process (each its own runtime, bus and event
 // log reader): what one publishes reaches the other's clients in the same order under the same
@@ -29,18 +29,12 @@ const read = (url: string, stop: (events: ReadonlyArray<WireEvent>) => boolean, 
     const response = await fetch(`${url}/event`, { headers: lastEventId !== undefined ? { "last-event-id": String(lastEventId) } : {} })
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
     const events: Array<WireEvent> = []
-    let buffer = ""
+    const parse = sseParser()
     const deadline = setTimeout(() => void reader.cancel(), 15_000)
     while (!stop(events)) {
       const { done, value } = await reader.read()
       if (done) break
-      buffer += value
-      const frames = buffer.split("\n\n")
-      buffer = frames.pop()!
-      for (const frame of frames) {
-        const data = frame.split("\n").find((line) => line.startsWith("data: "))
-        if (data) events.push(JSON.parse(data.slice(6)))
-      }
+      events.push(...parse(value))
     }
     clearTimeout(deadline)
     await reader.cancel()
@@ -57,17 +51,11 @@ const follow = (url: string) =>
     const response = yield* Effect.promise(() => fetch(`${url}/event`, { signal: controller.signal }))
     void (async () => {
       const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-      let buffer = ""
+      const parse = sseParser()
       for (;;) {
         const { done, value } = await reader.read()
         if (done) return
-        buffer += value
-        const frames = buffer.split("\n\n")
-        buffer = frames.pop()!
-        for (const frame of frames) {
-          const data = frame.split("\n").find((line) => line.startsWith("data: "))
-          if (data) events.push(JSON.parse(data.slice(6)))
-        }
+        events.push(...parse(value))
       }
     })().catch((error) => {
       if (!controller.signal.aborted) failure = error

@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import * as net from "node:net"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import { eventually, serve } from "./support.js"
+import { eventually, serve, sseParser } from "./support.js"
 
 /**
  * A full collection, so a heap measure counts what is kept, not garbage not yet collected (how much
@@ -27,17 +27,11 @@ const todo = (index: number, padding = "") => ({
 const readEvents = async (response: Response, stop: (events: Array<any>) => boolean) => {
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
   const events: Array<any> = []
-  let buffer = ""
+  const parse = sseParser()
   while (!stop(events)) {
     const { done, value } = await reader.read()
     if (done) break
-    buffer += value
-    const frames = buffer.split("\n\n")
-    buffer = frames.pop()!
-    for (const frame of frames) {
-      const data = frame.split("\n").find((line) => line.startsWith("data: "))
-      if (data) events.push(JSON.parse(data.slice(6)))
-    }
+    events.push(...parse(value))
   }
   await reader.cancel()
   return events

@@ -31,3 +31,17 @@ export const eventually = <A>(check: () => Promise<A | undefined>, ms = 10_000) 
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
   })
+
+/** Splits an SSE body into its events' parsed `data:` as chunks arrive (a frame may span chunks). */
+export const sseParser = () => {
+  let buffer = ""
+  return (chunk: string): Array<any> => {
+    buffer += chunk
+    const frames = buffer.split("\n\n")
+    buffer = frames.pop()!
+    return frames.flatMap((frame) => {
+      const data = frame.split("\n").find((line) => line.startsWith("data: "))
+      return data ? [JSON.parse(data.slice(6))] : []
+    })
+  }
+}
