@@ -1,7 +1,7 @@
 import { TestDatabase } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { finished, json, lines, post, replicas, schemaOf, waitFor } from "./ClusterReplicas.js"
+import { finished, json, lines, post, replicas, waitFor } from "./ClusterReplicas.js"
 
 // Asks on replicas: a permission ask waits on the replica that runs the session; every replica
 // lists it, and a reply sent to another replica reaches it.
@@ -29,8 +29,8 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas: permission as
           for (const ask of (yield* json(`${url}/permission`)) as Array<{ id: string }>) seen[name].add(ask.id)
         }
         // Where each ask waits: the replica that runs its session (every replica's statuses list every run).
-        const waitsOn = new Map((yield* TestDatabase.adminQuery<{ id: string; runner: string }>(
-          `SELECT id, runner FROM "${schemaOf(databaseUrl)}".${prefix}_asks`
+        const waitsOn = new Map((yield* Effect.promise(() =>
+          TestDatabase.query<{ id: string; runner: string }>(databaseUrl, `SELECT id, runner FROM ${prefix}_asks`)
         )).map((row) => [row.id, row.runner]))
         for (const ask of (yield* json(`${B}/permission`)) as Array<{ id: string; sessionID: string }>) {
           if (!seen.A.has(ask.id) || !seen.B.has(ask.id) || !waitsOn.has(ask.id)) continue

@@ -73,7 +73,8 @@ export const replicas = (
     })
     const log = path.join(box.instance.directory, "calls.log")
     fs.writeFileSync(log, "")
-    const databaseUrl = yield* TestDatabase.freshPostgres
+    // A database of its own, not a schema: shard locks are per database (TestDatabase.freshPostgresDatabase).
+    const databaseUrl = yield* TestDatabase.freshPostgresDatabase
     const started = yield* Effect.forEach(names, (name) =>
       Effect.gen(function*() {
         const port = yield* freePort()
@@ -94,9 +95,6 @@ export const replicas = (
       runners: Object.fromEntries(names.map((name, index) => [name, started[index]!.runner]))
     }
   })
-
-/** The schema of a fresh test database (its URL's search_path), for reading the cluster's tables. */
-export const schemaOf = (url: string) => /search_path=(\S+)/.exec(new URL(url).searchParams.get("options") ?? "")![1]!
 
 export const lines = (log: string) => fs.readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => line.split(" ") as [string, string])
 

@@ -68,16 +68,39 @@ export const freshPostgres: Effect.Effect<string, never, Scope.Scope> = Effect.a
 export const target = (backend: Backend, box: Sandbox, name = "home/agent.db"): Effect.Effect<string, never, Scope.Scope> =>
   backend === "sqlite" ? Effect.sync(() => box.path(name)) : freshPostgres
 
+/**
+ * A new empty database on the test server, as a URL, dropped when the scope closes. For clusters:
+ * their shard locks are advisory locks, numbered by shard whatever the cluster's table prefix, and
+ * advisory locks are per database, so two clusters in schemas of one database would contend.
+ */
+export const freshPostgresDatabase: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const server = serverUrl()
+    if (!server) throw new Error(notRunReason)
+    const name = `t_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
+    await query(server, `CREATE DATABASE ${name}`)
+    const url = new URL(server)
+    url.pathname = `/${name}`
+    return { name, url: url.toString() }
+  }),
+  ({ name }) => Effect.promise(() => query(serverUrl()!, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).pipe(Effect.ignore)
+).pipe(Effect.map(({ url }) => url))
+
+/** Runs one statement on the database at `url` (a test's own, from `freshPostgres` or `freshPostgresDatabase`). */
+export const query = async <Row extends Record<string, unknown>>(url: string, text: string, params: ReadonlyArray<unknown> = []): Promise<ReadonlyArray<Row>> => {
+  const client = new Pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query<Row>(text, [...params])).rows
+  } finally {
+    await client.end()
+  }
+}
+
 /** Runs one statement on the test server as its superuser, outside any test's schema (pg_stat_activity, pg_terminate_backend). */
 export const adminQuery = <Row extends Record<string, unknown>>(text: string, params: ReadonlyArray<unknown> = []): Effect.Effect<ReadonlyArray<Row>> =>
   Effect.promise(async () => {
     const server = serverUrl()
     if (!server) throw new Error(notRunReason)
-    const client = new Pg.Client({ connectionString: server })
-    await client.connect()
-    try {
-      return (await client.query<Row>(text, [...params])).rows
-    } finally {
-      await client.end()
-    }
+    return query<Row>(server, text, params)
   })
