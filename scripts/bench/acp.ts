@@ -17,7 +17,9 @@
  *
  * Run after `pnpm build`: `pnpm bench:acp` (BENCH_ACP_ROUNDS, BENCH_ACP_STEPS; BENCH_ACP_SERIES=1 also prints CPU per
  * step in groups of steps, the first ones apart; BENCH_ACP_PROF=dir writes CPU
- * profiles of both processes under dir/run and dir/acp). Target (issue 25): ACP adds ≤ 2 ms per step and ≤ 20 MiB.
+ * profiles of both processes under dir/run and dir/acp, sampled every BENCH_ACP_PROF_INTERVAL µs (1000), each
+ * with `steps.PID.json` beside it: the monotonic times (µs, the profiles' clock) of the second model call and
+ * the last, so a reader can keep to the steps the bench measures). Target (issue 25): ACP adds ≤ 2 ms per step and ≤ 20 MiB.
  */
 import { MockOpenAIServer, ScriptedModel } from "@agent/testing"
 import { Effect } from "effect"
@@ -29,7 +31,8 @@ import { fileURLToPath } from "node:url"
 import { Worker } from "node:worker_threads"
 import { type ModelCall, modelProxy } from "./ModelProxy.js"
 
-const bin = fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
+// BENCH_ACP_BIN: another build of the CLI (an absolute path), for before/after pairs.
+const bin = process.env.BENCH_ACP_BIN ?? fileURLToPath(new URL("../../packages/cli/dist/bundle/bin.js", import.meta.url))
 const STEPS = Number(process.env.BENCH_ACP_STEPS ?? 20)
 const ROUNDS = Number(process.env.BENCH_ACP_ROUNDS ?? 3)
 
@@ -102,11 +105,24 @@ const makeProject = (url: string) => {
 /** The model calls of the session, in order, as the proxy saw them. */
 const perStep = (calls: ReadonlyArray<Call>) =>
   median(calls.slice(1).map((call, i) => call.arrived - calls[i]!.answered))
+/** Where BENCH_ACP_PROF puts a kind's profiles, and the node flags that write them there. */
+const profileDir = (kind: "run" | "acp") => process.env.BENCH_ACP_PROF && path.join(process.env.BENCH_ACP_PROF, kind)
+const profileArgs = (kind: "run" | "acp") => {
+  const dir = profileDir(kind)
+  return dir ? ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-interval", process.env.BENCH_ACP_PROF_INTERVAL ?? "1000"] : []
+}
+/** Beside the profiles: the measured steps' window in the profiles' clock. */
+const writeStepWindow = (kind: "run" | "acp", pid: number | undefined, calls: ReadonlyArray<Call>) => {
+  const dir = profileDir(kind)
+  if (!dir || pid === undefined || calls.length < 3) return
+  fs.mkdirSync(dir, { recursive: true })
+  fs.writeFileSync(path.join(dir, `steps.${pid}.json`), JSON.stringify({ from: calls[1]!.tag.monotonic, to: calls[calls.length - 1]!.tag.monotonic }))
+}
 const cpuPerStep = (calls: ReadonlyArray<Call>) => (calls[calls.length - 1]!.tag.cpu - calls[1]!.tag.cpu) / (calls.length - 2)
 const stepCpus = (calls: ReadonlyArray<Call>) => calls.slice(2).map((call, i) => call.tag.cpu - calls[i + 1]!.tag.cpu)
 
 /** A model call, tagged with the agent's CPU time when it arrived. */
-type Call = ModelCall<{ readonly cpu: number }>
+type Call = ModelCall<{ readonly cpu: number; /** µs, CLOCK_MONOTONIC: the clock of V8's profiles. */ readonly monotonic: number }>
 /** The agent process, once started: the proxy reads its CPU time as each model call arrives. */
 interface Agent {
   pid: number | undefined
@@ -116,7 +132,7 @@ const viaRun = (url: string, calls: Array<Call>, agent: Agent) =>
   Effect.promise(() => {
     const { root, project, env } = makeProject(url)
     return new Promise<Measure>((resolve, reject) => {
-      const child = spawn(process.execPath, [...(process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", path.join(process.env.BENCH_ACP_PROF, "run")] : []), bin, "run", "--format", "json", "read the notes"], { cwd: project, env, stdio: ["ignore", "pipe", "pipe"] })
+      const child = spawn(process.execPath, [...profileArgs("run"), bin, "run", "--format", "json", "read the notes"], { cwd: project, env, stdio: ["ignore", "pipe", "pipe"] })
       agent.pid = child.pid
       let firstLine = 0
       let peak = 0
@@ -140,7 +156,7 @@ const viaRun = (url: string, calls: Array<Call>, agent: Agent) =>
 const viaAcp = (url: string, calls: Array<Call>, agent: Agent) =>
   Effect.promise(async () => {
     const { root, project, env } = makeProject(url)
-    const nodeArgs = process.env.BENCH_ACP_PROF ? ["--cpu-prof", "--cpu-prof-dir", path.join(process.env.BENCH_ACP_PROF, "acp")] : []
+    const nodeArgs = profileArgs("acp")
     // The client runs in a worker thread (AcpClient.mjs says why); its clock is the epoch's, the proxy's this thread's.
     const worker = new Worker(new URL("./AcpClient.mjs", import.meta.url), { workerData: { bin, project, env, nodeArgs } })
     try {
@@ -179,13 +195,17 @@ interface ClientResult {
 }
 
 /** One session through `run`: a fresh model server and proxy, tool-calling requests recorded. */
-const once = (run: (url: string, calls: Array<Call>, agent: Agent) => Effect.Effect<Measure>) =>
+const once = (kind: "run" | "acp", run: (url: string, calls: Array<Call>, agent: Agent) => Effect.Effect<Measure>) =>
   Effect.scoped(Effect.gen(function*() {
     const model = yield* MockOpenAIServer.start(Array.from({ length: STEPS + 10 }, () => turn))
     const agent: Agent = { pid: undefined }
     const proxy = yield* modelProxy(model.url, ({ body }) =>
-      body.includes('"tools":') ? { cpu: agent.pid === undefined ? 0 : threadsCpuMsOf(agent.pid) } : undefined)
-    return yield* run(proxy.url, proxy.calls, agent)
+      body.includes('"tools":')
+        ? { cpu: agent.pid === undefined ? 0 : threadsCpuMsOf(agent.pid), monotonic: Number(process.hrtime.bigint() / 1000n) }
+        : undefined)
+    const measure = yield* run(proxy.url, proxy.calls, agent)
+    writeStepWindow(kind, agent.pid, proxy.calls)
+    return measure
   }))
 
 const report = (name: string, measures: ReadonlyArray<Measure>) => {
@@ -217,8 +237,8 @@ const program = Effect.gen(function*() {
   const run: Array<Measure> = []
   const acp: Array<Measure> = []
   for (let round = 0; round < ROUNDS; round++) {
-    run.push(yield* once(viaRun))
-    acp.push(yield* once(viaAcp))
+    run.push(yield* once("run", viaRun))
+    acp.push(yield* once("acp", viaAcp))
   }
   const a = report("agent run", run)
   const b = report("agent acp", acp)
