@@ -31,7 +31,8 @@ const USAGE_ERRORS = new Set([
   "UsageError",
   "SessionNotFound",
   "SessionImportError",
-  "ModelNotConfigured"
+  "ModelNotConfigured",
+  "ClusterConflict"
 ])
 
 export interface Failure {

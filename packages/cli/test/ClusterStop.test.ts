@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import { agent, project } from "./AgentProcess.js"
-import { finished, json, lines, post, replicas, STEPS, toolParts, waitFor } from "./ClusterReplicas.js"
+import { finished, freePort, json, lines, post, replicas, STEPS, toolParts, waitFor } from "./ClusterReplicas.js"
 
 // A replica that stops (SIGTERM, a deploy) lets the tool call it is running finish, then hands
 // its sessions over; a replica that cannot see a session's project directory refuses it.
@@ -64,6 +64,21 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas: stop and refu
       expect(response.status, JSON.stringify(body)).toBe(400)
       expect(body.data.message).toContain(`cannot see the project directory ${box.instance.directory} of session ${session.id}`)
       expect(body.data.message).toContain("shared volume")
+    }), 60_000)
+
+  it.scopedLive("a replica of another cluster (another cluster.prefix) on the same database refuses to start, naming it; the first one goes on", () =>
+    Effect.gen(function*() {
+      const { databaseUrl, model, prefix, servers } = yield* replicas(["A"], 0.1)
+      const other = yield* project(model.url, { cluster: { prefix: "second_cluster", shards: 12 } })
+      const port = yield* freePort()
+      const result = yield* agent(other, ["serve", "--replica", "--port", "0", "--runner-port", String(port)], { env: { AGENT_DATABASE_URL: databaseUrl } })
+      expect(result.code, result.stderr).toBe(2)
+      expect(result.stderr).toContain(`another cluster (cluster.prefix "${prefix}") runs on this database, and this replica's is "second_cluster"`)
+      expect(result.stderr).toContain("a database of its own")
+      // The first cluster still runs its sessions.
+      const session = yield* createSession(servers.A!.url)
+      yield* post(`${servers.A!.url}/session/${session.id}/prompt_async`, { parts: [{ type: "text", text: "[s0] run the steps" }] })
+      yield* waitFor("the session to finish on A", json(`${servers.A!.url}/session/${session.id}/message`).pipe(Effect.map((messages) => finished(messages) ? true : undefined)), 30_000)
     }), 60_000)
 })
 

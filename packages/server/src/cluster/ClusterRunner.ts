@@ -21,6 +21,7 @@ import * as ClusterRouting from "./ClusterRouting.js"
 import { type ClusterSettings, clusterDatabaseUrl } from "./ClusterSettings.js"
 import { RunningTools } from "./RunningTools.js"
 import { withSerialReserve } from "./SerialLockConnection.js"
+import { ClusterConflict, claimDatabase } from "./DatabaseClaim.js"
 import * as SessionOwner from "./SessionOwner.js"
 import type { SessionRouting } from "./SessionRouting.js"
 
@@ -55,7 +56,9 @@ const shardingConfig = (settings: ClusterSettings) => {
 /**
  * Replicas starting together on a new database would race to create the cluster's tables (each
  * creates them if missing, and two at once collide in the catalog): they take turns under an
- * advisory lock held on a connection of its own while the layer is built.
+ * advisory lock held on a connection of its own while the layer is built. The turn is the
+ * database's, not the prefix's, so that a replica of another cluster starting at the same time
+ * sees this one's claim on the database (DatabaseClaim.ts).
  */
 const oneAtATime = <A, E, R>(prefix: string, layer: Layer.Layer<A, E, R>) =>
   Layer.scopedContext(
@@ -63,15 +66,20 @@ const oneAtATime = <A, E, R>(prefix: string, layer: Layer.Layer<A, E, R>) =>
       const sql = yield* SqlClient.SqlClient
       const turn = yield* Scope.make()
       const connection = yield* sql.reserve.pipe(Scope.extend(turn))
-      const key = `agent cluster setup ${prefix}`
+      const key = "agent cluster setup"
       yield* connection.executeRaw("SELECT pg_advisory_lock(hashtext($1))", [key])
-      const built = yield* Layer.build(layer).pipe(
+      const built = yield* claimDatabase(prefix).pipe(
+        Effect.zipRight(Layer.build(layer)),
         Effect.ensuring(connection.executeRaw("SELECT pg_advisory_unlock(hashtext($1))", [key]).pipe(Effect.ignore)),
         Effect.ensuring(Scope.close(turn, Exit.void))
       )
       return built
     })
   )
+
+/** Every failure of the cluster's set-up is a defect, but another cluster on the database: that one is the user's to fix. */
+const dieUnlessConflict = <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, ClusterConflict, R> =>
+  Layer.catchAll(layer, (error) => (error instanceof ClusterConflict ? Layer.fail(error) : Layer.die(error)))
 
 /** The database client of the runner storage: its lock connection runs one query at a time (SerialLockConnection.ts). */
 const serialReserve = Layer.effect(SqlClient.SqlClient, Effect.map(SqlClient.SqlClient, withSerialReserve))
@@ -84,7 +92,7 @@ const sharding = (settings: ClusterSettings) => {
       SqlMessageStorage.layerWith({ prefix: settings.prefix }),
       SqlRunnerStorage.layerWith({ prefix: settings.prefix }).pipe(Layer.provide(serialReserve))
     )
-  ).pipe(Layer.orDie)
+  ).pipe(dieUnlessConflict)
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(layerClientProtocol))
   return SocketRunner.layer.pipe(
     Layer.provide([layerSocketServer, layerClientProtocol, health]),
@@ -96,7 +104,7 @@ const sharding = (settings: ClusterSettings) => {
 export type ClusterServices = SessionLoop | SessionStore | SessionChanges | PermissionService | QuestionService | Bus
 
 /** The runner, its session entities and the routing the API uses; needs the runtime's services. */
-export const layer = (settings: ClusterSettings): Layer.Layer<SessionRouting, never, ClusterServices> => {
+export const layer = (settings: ClusterSettings): Layer.Layer<SessionRouting, ClusterConflict, ClusterServices> => {
   const runner = `${settings.host}:${settings.port}`
   const shards = sharding(settings).pipe(Layer.provide(shardingConfig(settings)))
   const owner = Layer.unwrapEffect(
@@ -107,6 +115,6 @@ export const layer = (settings: ClusterSettings): Layer.Layer<SessionRouting, ne
     // Built before the sharding, so it outlives the entities' handovers on a stop.
     Layer.provide(RunningTools.layer),
     Layer.provide(database(settings)),
-    Layer.orDie
+    dieUnlessConflict
   )
 }
