@@ -54,6 +54,23 @@ export const toolParts = (messages: Array<any>) => {
   return messages.flatMap((message) => message.parts).filter((part: any) => part.type === "tool")
 }
 
+const SHARDS = 12
+
+/**
+ * Waits until the shards are shared out: each of the `runners` holds shard locks (advisory locks,
+ * numbered 1000001 and up by @effect/cluster; one lock connection a runner) and together they hold
+ * every shard; then a second more, for every runner's view of the assignments to catch up (they
+ * refresh every second). A fixed wait was not always long enough: sessions then all ran on one.
+ */
+const shardsSharedOut = (databaseUrl: string, runners: number, shards: number, context: () => string) =>
+  waitFor(`${runners} runners holding the ${shards} shards`, Effect.promise(async () => {
+    const [held] = await TestDatabase.query<{ runners: string; locks: string }>(databaseUrl, `
+      SELECT count(DISTINCT pid) AS runners, count(*) AS locks FROM pg_locks
+      WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND objid BETWEEN 1000001 AND 1999999
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+    return Number(held!.runners) === runners && Number(held!.locks) === shards ? true : undefined
+  }), 30_000, context).pipe(Effect.zipRight(Effect.sleep("1 second")))
+
 /** Replicas (three in most tests) on a fresh database, each with its runner port and its name in the environment. */
 export const replicas = (
   names: ReadonlyArray<string>,
@@ -69,7 +86,7 @@ export const replicas = (
     // With the OS sandbox as it is by default: three processes in one project share its placeholders.
     const box = yield* project(model.url, {
       ...config,
-      cluster: { prefix, shards: 12, lock_expiration_seconds: 4, grace_seconds: 20, ...extra }
+      cluster: { prefix, shards: SHARDS, lock_expiration_seconds: 4, grace_seconds: 20, ...extra }
     })
     const log = path.join(box.instance.directory, "calls.log")
     fs.writeFileSync(log, "")
@@ -82,8 +99,7 @@ export const replicas = (
         return { server, runner: `127.0.0.1:${port}` }
       }), { concurrency: "unbounded" })
     const servers = started.map(({ server }) => server)
-    // The runners see each other and share the shards out (assignments refresh every second).
-    yield* Effect.sleep("3 seconds")
+    yield* shardsSharedOut(databaseUrl, names.length, SHARDS, () => servers.map((server, index) => `${names[index]}: ${server.stderr()}`).join("\n"))
     return {
       log,
       box,
