@@ -52,8 +52,6 @@ const read = (url: string, stop: (event: WireEvent) => boolean, lastEventId?: nu
 const post = (url: string, body: unknown) =>
   Effect.promise(() => fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }))
 
-const schemaOf = (url: string) => /search_path=(\S+)/.exec(new URL(url).searchParams.get("options") ?? "")![1]!
-
 const listeners = (schema: string) =>
   TestDatabase.adminQuery<{ pid: number }>(
     `SELECT pid FROM pg_stat_activity WHERE application_name = 'agent events' AND query = $1 ORDER BY pid`,
@@ -89,7 +87,7 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas on PostgreSQL"
       expect(accepted.status).toBe(204)
 
       // While the tool sleeps, the database drops both servers' LISTEN connections.
-      const schema = schemaOf(database)
+      const schema = TestDatabase.schemaOf(database)!
       const old = yield* listeners(schema)
       expect(old.length).toBe(2)
       yield* TestDatabase.adminQuery(`SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid`, [old])

@@ -30,6 +30,12 @@ export const withSetting = (url: string, setting: string): string => {
   return parsed.toString()
 }
 
+/** A name no other test of any worker uses, for a schema or a database. */
+const freshName = () => `t_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
+
+/** The schema a `freshPostgres` URL's connections use. */
+export const schemaOf = (url: string) => /search_path=(\S+)/.exec(new URL(url).searchParams.get("options") ?? "")?.[1]
+
 /**
  * A new empty schema on the test server, as a URL whose connections use it (`search_path`): each
  * test gets a database of its own for a few milliseconds instead of a CREATE DATABASE. Dropped
@@ -39,26 +45,11 @@ export const freshPostgres: Effect.Effect<string, never, Scope.Scope> = Effect.a
   Effect.promise(async () => {
     const server = serverUrl()
     if (!server) throw new Error(notRunReason)
-    const schema = `t_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
-    const client = new Pg.Client({ connectionString: server })
-    await client.connect()
-    try {
-      await client.query(`CREATE SCHEMA ${schema}`)
-    } finally {
-      await client.end()
-    }
+    const schema = freshName()
+    await query(server, `CREATE SCHEMA ${schema}`)
     return { schema, url: withSetting(server, `search_path=${schema}`) }
   }),
-  ({ schema }) =>
-    Effect.promise(async () => {
-      const client = new Pg.Client({ connectionString: serverUrl()! })
-      await client.connect()
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-      } finally {
-        await client.end()
-      }
-    }).pipe(Effect.ignore)
+  ({ schema }) => Effect.promise(() => query(serverUrl()!, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)).pipe(Effect.ignore)
 ).pipe(Effect.map(({ url }) => url))
 
 /**
@@ -77,7 +68,7 @@ export const freshPostgresDatabase: Effect.Effect<string, never, Scope.Scope> = 
   Effect.promise(async () => {
     const server = serverUrl()
     if (!server) throw new Error(notRunReason)
-    const name = `t_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
+    const name = freshName()
     await query(server, `CREATE DATABASE ${name}`)
     const url = new URL(server)
     url.pathname = `/${name}`
