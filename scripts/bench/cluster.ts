@@ -20,7 +20,8 @@
  * own CPU per step is printed when the bench started the server. BENCH_WARMUP=N has each server run N sessions
  * before the measured ones (their steps then cost what a long-running server's do: every process compiles its
  * hot code once, and a cold start charges that to the first sessions); BENCH_THREADS=1 splits the CPU into the
- * JavaScript thread and the others (V8's compiler and GC helpers, libuv's pool).
+ * JavaScript thread and the others (V8's compiler and GC helpers, libuv's pool), and into user and kernel time,
+ * with the threads' context switches per step (voluntary, and preempted).
  *
  * Needs PostgreSQL: AGENT_TEST_DATABASE_URL, else one is started (scripts/test/postgres.mjs).
  * Run after `pnpm build`: `pnpm bench:cluster`. Target (issue 28): ≤ 25 % more CPU per step than one process on SQLite.
@@ -302,13 +303,21 @@ const failover = Effect.scoped(Effect.gen(function*() {
  */
 const threadCpuOf = (pid: number) => {
   const kinds: Record<string, number> = {}
+  const add = (kind: string, value: number) => (kinds[kind] = (kinds[kind] ?? 0) + value)
   for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
     try {
       const stat = fs.readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8")
       const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
       const kind = Number(task) === pid ? "js" : name.startsWith("V8") ? "v8" : name.startsWith("libuv") ? "libuv" : "other"
-      kinds[kind] = (kinds[kind] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10
+      add(kind, (Number(fields[11]) + Number(fields[12])) * 10)
+      // Also across kinds: user and kernel time, and how often the threads were switched out
+      // (waiting of their own accord, or preempted), per step.
+      add("user", Number(fields[11]) * 10)
+      add("kernel", Number(fields[12]) * 10)
+      const status = fs.readFileSync(`/proc/${pid}/task/${task}/status`, "utf8")
+      add("switches", Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0))
+      add("preempted", Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0))
     } catch {
       // The thread ended meanwhile.
     }
@@ -343,7 +352,9 @@ const main = Effect.gen(function*() {
     )
     if (result.modelCalls !== steps) console.log(`  ${result.modelCalls} model calls for ${steps} steps: some ran more than once`)
     if (process.env.BENCH_THREADS === "1") {
-      console.log(`  by thread: ${Object.entries(result.threads).map(([kind, ms]) => `${kind} ${(ms / steps).toFixed(2)}`).join(", ")} ms/step`)
+      const counts = new Set(["switches", "preempted"])
+      const per = (keys: ReadonlyArray<string>) => keys.map((kind) => `${kind} ${((result.threads[kind] ?? 0) / steps).toFixed(2)}`).join(", ")
+      console.log(`  by thread: ${per(Object.keys(result.threads).filter((kind) => !counts.has(kind) && kind !== "user" && kind !== "kernel"))} ms/step; ${per(["user", "kernel"])} ms/step; context ${per(["switches", "preempted"])} per step`)
     }
   }
   const sqlite = results.find((result) => result.name === "1 process, SQLite")
