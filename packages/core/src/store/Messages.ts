@@ -27,13 +27,14 @@ const partRow = (owner: string, part: Part): ReadonlyArray<unknown> => {
   return [part.id, part.messageID, part.sessionID, part.type, status, partOwner, JSON.stringify(part), newRev()]
 }
 
+/** A part's upsert as a bare statement, for transactions (fork, import). */
 export const writePart = (deps: StoreDeps, part: Part) => deps.sql.unsafe(deps.statements.partUpsert, partRow(deps.owner, part))
 
 export const flush = Effect.fn("SessionStore.flush")(function*(deps: StoreDeps) {
   const dirty = [...deps.state.openParts.values()].filter((entry) => entry.dirty)
   if (dirty.length === 0) return
   for (const entry of dirty) entry.dirty = false
-  yield* deps.write(deps.sql.withTransaction(Effect.forEach(dirty, (entry) => writePart(deps, entry.part), { discard: true })))
+  yield* deps.upsert("part", dirty.map((entry) => partRow(deps.owner, entry.part)))
 })
 
 const scheduleFlush = (deps: StoreDeps) =>
@@ -55,7 +56,7 @@ export const upsertPart = Effect.fnUntraced(function*(deps: StoreDeps, part: Par
   const { openParts } = deps.state
   if (isOpenStreamingPart(part)) openParts.set(part.id, { part, dirty: false })
   else openParts.delete(part.id)
-  yield* deps.write(writePart(deps, part))
+  yield* deps.upsert("part", [partRow(deps.owner, part)])
   yield* deps.bus.publish({ type: "message.part.updated", properties: { part } })
 })
 
@@ -90,9 +91,7 @@ export const removePart = Effect.fn("SessionStore.removePart")(function*(
 })
 
 export const upsertMessage = Effect.fnUntraced(function*(deps: StoreDeps, message: Message) {
-  yield* deps.write(
-    deps.sql.unsafe(deps.statements.messageUpsert, messageRow(message))
-  )
+  yield* deps.upsert("message", [messageRow(message)])
   yield* deps.bus.publish({ type: "message.updated", properties: { info: message } })
 })
 

@@ -25,6 +25,7 @@ import { addUsage, children, create, get, list, remove, update } from "./Session
 import { SessionStoreState, type StoreDeps } from "./SessionStoreState.js"
 import type { SessionStoreShape } from "./SessionStoreTypes.js"
 import { DecodeCache, decodeMessage, decodePart, encodeExport, postgresStatements, sqliteStatements } from "./StoreRows.js"
+import { direct, groupCommit } from "./StoreWrites.js"
 import { exportSession, fork, importSession } from "./Transfer.js"
 
 export * from "./SessionStoreTypes.js"
@@ -43,20 +44,24 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
   static readonly layer: Layer.Layer<SessionStore, never, SqlClient.SqlClient | Bus | Instance> = Layer.scoped(
     SessionStore,
     Effect.gen(function*() {
-      const write = withBusyRetry(yield* openedFile)
+      const retrying = withBusyRetry(yield* openedFile)
       const sql = yield* SqlClient.SqlClient
+      const postgres = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+      const statements = postgres ? postgresStatements : sqliteStatements
+      const writes = (postgres ? groupCommit : direct)(sql, statements, retrying)
       const deps: StoreDeps = {
         sql,
         bus: yield* Bus,
         instance: yield* Instance,
-        write,
-        read: write,
+        write: writes.write,
+        upsert: writes.upsert,
+        read: retrying,
         scope: yield* Effect.scope,
         owner: `${os.hostname()}:${process.pid}:${Identifier.ascending("part").slice(4)}`,
         partCache: new DecodeCache("part", decodePart, 32 * 1024 * 1024),
         messageCache: new DecodeCache("message", decodeMessage, 8 * 1024 * 1024),
         state: new SessionStoreState(),
-        statements: sql.onDialectOrElse({ pg: () => postgresStatements, orElse: () => sqliteStatements })
+        statements
       }
       yield* holdLease(deps)
       yield* Effect.addFinalizer(() => flush(deps).pipe(Effect.catchAllCause((cause) => Effect.logError("final flush failed", cause))))

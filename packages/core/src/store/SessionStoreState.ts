@@ -5,6 +5,7 @@ import type { Bus } from "../runtime/Bus.js"
 import type { Instance } from "../runtime/Instance.js"
 import type { withBusyRetry } from "./Database.js"
 import type { DecodeCache, Statements } from "./StoreRows.js"
+import type { StoreWrites } from "./StoreWrites.js"
 
 // What the parts of the SessionStore share: the layer's dependencies and its mutable state, one
 // value created by the layer and passed to the module functions of store/ (no module-level state).
@@ -29,8 +30,14 @@ export interface StoreDeps {
   readonly sql: SqlClient.SqlClient
   readonly bus: Context.Tag.Service<Bus>
   readonly instance: Context.Tag.Service<Instance>
-  /** Runs a statement, retrying while the database is busy (infrastructure faults are defects). */
-  readonly write: ReturnType<typeof withBusyRetry>
+  /**
+   * Runs a write after the writes issued before it, retrying while the database is busy
+   * (infrastructure faults are defects).
+   */
+  readonly write: StoreWrites["write"]
+  /** The hot writes of every step: part and message rows (grouped on PostgreSQL, StoreWrites.ts). */
+  readonly upsert: StoreWrites["upsert"]
+  /** Runs a read, retrying while the database is busy. */
   readonly read: ReturnType<typeof withBusyRetry>
   /** Background writes of streamed text run in the layer's scope. */
   readonly scope: Scope.Scope

@@ -55,11 +55,16 @@ export const decodeExport = Schema.decodeUnknownEither(SessionExportSchema)
 export const encodeExport = Schema.encodeSync(SessionExportSchema)
 
 // The writes of every step, as fixed text: a `sql` template is compiled again on each call.
-export const PART_UPSERT = `INSERT INTO part (id, message_id, session_id, type, status, owner, data, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-  ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev, status = excluded.status, owner = excluded.owner`
+// The columns are in the order of `partRow` (Messages.ts) and `messageRow` (below).
+export const PART_COLUMNS = "id, message_id, session_id, type, status, owner, data, rev"
+export const PART_CONFLICT = "ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev, status = excluded.status, owner = excluded.owner"
+export const MESSAGE_COLUMNS = "id, session_id, role, time_created, data, rev"
+export const MESSAGE_CONFLICT = "ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev"
+export const PART_UPSERT = `INSERT INTO part (${PART_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  ${PART_CONFLICT}`
 // Fork and import insert without the upsert clause: a message id already taken there is an error.
-export const MESSAGE_INSERT = `INSERT INTO message (id, session_id, role, time_created, data, rev) VALUES (?, ?, ?, ?, ?, ?)`
-export const MESSAGE_UPSERT = `${MESSAGE_INSERT} ON CONFLICT(id) DO UPDATE SET data = excluded.data, rev = excluded.rev`
+export const MESSAGE_INSERT = `INSERT INTO message (${MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`
+export const MESSAGE_UPSERT = `${MESSAGE_INSERT} ${MESSAGE_CONFLICT}`
 
 export const ADD_USAGE = `WITH RECURSIVE chain(id) AS (
     SELECT CAST(? AS TEXT) UNION ALL SELECT s.parent_id FROM session s JOIN chain c ON s.id = c.id WHERE s.parent_id IS NOT NULL

@@ -1,0 +1,110 @@
+import type { Part, SessionID } from "@agent/domain"
+import { TestData, TestDatabase, TestInstance } from "@agent/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { SqlClient, Statement } from "@effect/sql"
+import { Cause, Effect, Exit, Layer, type Scope } from "effect"
+import { Bus } from "../../src/runtime/Bus.js"
+import { Instance } from "../../src/runtime/Instance.js"
+import * as Database from "../../src/store/Database.js"
+import { SessionStore } from "../../src/store/SessionStore.js"
+import { StorageError } from "../../src/store/StorageError.js"
+
+// Many sessions writing at once, as the session loops of one process do. On PostgreSQL their part and
+// message upserts are grouped (store/StoreWrites.ts); on both backends each caller gets its own
+// result and a later write is never overtaken by an earlier one.
+
+const withStore = <A, E>(
+  backend: TestDatabase.Backend,
+  body: (store: SessionStore["Type"], sql: SqlClient.SqlClient) => Effect.Effect<A, E, Bus | Scope.Scope>
+) =>
+  Effect.gen(function*() {
+    const box = yield* TestInstance.sandbox()
+    const database = yield* TestDatabase.target(backend, box)
+    const layer = SessionStore.layer.pipe(
+      Layer.provideMerge(Layer.mergeAll(Database.layerTarget(database), Bus.layer)),
+      Layer.provideMerge(Layer.succeed(Instance, box.instance))
+    )
+    return yield* Effect.gen(function*() {
+      return yield* body(yield* SessionStore, yield* SqlClient.SqlClient)
+    }).pipe(Effect.provide(layer))
+  })
+
+/** Counts the statements the effect's fibers (and the fibers they start) send. */
+const countingStatements = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    let statements = 0
+    const result = yield* effect.pipe(Statement.withTransformer((statement) => Effect.sync(() => (statements++, statement))))
+    return { result, statements }
+  })
+
+const storedText = (store: SessionStore["Type"], sessionID: SessionID) =>
+  store.messages(sessionID).pipe(
+    Effect.map((messages) => messages.flatMap((message) => message.parts.map((part) => (part.type === "text" ? part.text : part.type))))
+  )
+
+describe.each(TestDatabase.backends())("store writes on %s", (backend) => {
+  it.scoped("twenty sessions writing at once: every message and part is stored with its last text", () =>
+    withStore(backend, (store) =>
+      Effect.gen(function*() {
+        const sessions = yield* Effect.forEach(Array.from({ length: 20 }, (_, index) => index), (index) => store.create({ title: `s${index}` }))
+        const { statements } = yield* countingStatements(Effect.forEach(
+          sessions,
+          (session, index) =>
+            Effect.gen(function*() {
+              const user = TestData.userMessage(session.id)
+              const part = TestData.textPart(user, "", false)
+              // A message and its first part issued at one moment (one statement on PostgreSQL).
+              yield* Effect.all([store.upsertMessage(user), store.upsertPart({ ...part, text: `${index}:a` })], { concurrency: "unbounded" })
+              for (const text of ["ab", "abc"]) yield* store.upsertPart({ ...part, text: `${index}:${text}` })
+              yield* store.upsertPart(TestData.toolPart(user, "completed"))
+            }),
+          { concurrency: "unbounded", discard: true }
+        ))
+        for (const [index, session] of sessions.entries()) {
+          expect(yield* storedText(store, session.id)).toEqual([`${index}:abc`, "tool"])
+        }
+        // 100 upserts: on PostgreSQL those issued at one moment go as one statement.
+        if (backend === "postgres") expect(statements).toBeLessThanOrEqual(25)
+      })
+    ))
+
+  it.scoped("a row that cannot be written fails its own write only", () =>
+    withStore(backend, (store) =>
+      Effect.gen(function*() {
+        const session = yield* store.create({ title: "orphans" })
+        const user = TestData.userMessage(session.id)
+        yield* store.upsertMessage(user)
+        const good = Array.from({ length: 10 }, (_, index) => TestData.textPart(user, `good ${index}`))
+        // Its message was never written: the part's foreign key refuses it.
+        const orphan: Part = TestData.textPart({ id: TestData.messageID(), sessionID: session.id }, "orphan")
+        const exits = yield* Effect.forEach([...good.slice(0, 5), orphan, ...good.slice(5)], (part) => Effect.exit(store.upsertPart(part)), {
+          concurrency: "unbounded"
+        })
+        const failed = exits.filter(Exit.isFailure)
+        expect(failed).toHaveLength(1)
+        expect(exits[5]).toBe(failed[0])
+        const defect = Cause.squash((failed[0] as Exit.Failure<void, never>).cause)
+        expect(defect).toBeInstanceOf(StorageError)
+        expect(String((defect as StorageError).message)).toMatch(/foreign key/i)
+        expect(yield* storedText(store, session.id)).toEqual(good.map((part) => part.text))
+      })
+    ))
+
+  it.scoped("a part removed right after its write stays removed", () =>
+    withStore(backend, (store) =>
+      Effect.gen(function*() {
+        const session = yield* store.create({ title: "removed" })
+        const user = TestData.userMessage(session.id)
+        yield* store.upsertMessage(user)
+        const kept = Array.from({ length: 5 }, (_, index) => TestData.textPart(user, `kept ${index}`))
+        const removed = TestData.textPart(user, "removed")
+        // Issued in this order at one moment: the removal must land after the write before it.
+        yield* Effect.all([
+          ...kept.map((part) => store.upsertPart(part)),
+          store.upsertPart(removed),
+          store.removePart(session.id, user.id, removed.id)
+        ], { concurrency: "unbounded", discard: true })
+        expect(yield* storedText(store, session.id)).toEqual(kept.map((part) => part.text))
+      })
+    ))
+})
