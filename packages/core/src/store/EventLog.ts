@@ -39,6 +39,43 @@ const decodeRows = Schema.decodeUnknownSync(Schema.Array(Row))
 /** Rows per INSERT: 6 parameters each stays far below both dialects' limits. */
 const INSERT_CHUNK = 500
 
+/** A head of the log after an append: `*` (the global position) or a session's, with its last number. */
+interface Head {
+  readonly stream: string
+  readonly seq: number
+}
+
+/**
+ * An append on PostgreSQL ($1 events, $2 channel, $3 their sessions, $4 types, $5 data, $6 time).
+ * `head` takes the `*` row first: the sessions' heads and the rows are built from its result. The
+ * notification is sent when the statement commits. It returns the heads, as the transaction's
+ * statements do.
+ */
+const APPEND = `WITH head AS (
+    UPDATE event_log_head SET seq = seq + $1 WHERE stream = '*' RETURNING stream, seq, pg_notify($2, seq::text)
+  ),
+  event AS (
+    SELECT * FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS e(session_id, type, data, ord)
+  ),
+  counted AS (
+    SELECT session_id AS stream, count(*) AS n FROM event WHERE session_id IS NOT NULL GROUP BY session_id
+  ),
+  session_head AS (
+    INSERT INTO event_log_head (stream, seq) SELECT counted.stream, counted.n FROM counted, head
+    ON CONFLICT (stream) DO UPDATE SET seq = event_log_head.seq + excluded.seq RETURNING stream, seq
+  ),
+  logged AS (
+    INSERT INTO event_log (pos, session_id, seq, type, data, time_created)
+    SELECT head.seq - $1 + event.ord, event.session_id,
+      CASE WHEN event.session_id IS NULL THEN NULL
+        ELSE session_head.seq - counted.n + row_number() OVER (PARTITION BY event.session_id ORDER BY event.ord) END,
+      event.type, event.data, $6
+    FROM event CROSS JOIN head
+      LEFT JOIN session_head ON session_head.stream = event.session_id
+      LEFT JOIN counted ON counted.stream = event.session_id
+  )
+  SELECT stream, seq FROM head UNION ALL SELECT stream, seq FROM session_head`
+
 /** The NOTIFY channel of a schema: replicas on one database but different schemas do not wake each other. */
 export const channelOf = (schema: string): string => {
   const name = `agent_events_${schema}`
@@ -78,32 +115,35 @@ export const makeEventLog: Effect.Effect<EventLogShape, never, SqlClient.SqlClie
     orElse: () => Effect.succeed(undefined)
   })
 
-  const append = Effect.fn("EventLog.append")(function*(events: ReadonlyArray<BusEvent>) {
-    if (events.length === 0) return []
-    const now = Date.now()
-    const sessions = events.map(sessionOf)
-    const counts = new Map<string, number>()
-    for (const session of sessions) if (session !== undefined) counts.set(session, (counts.get(session) ?? 0) + 1)
-    return yield* write(sql.withTransaction(Effect.gen(function*() {
-      // First: the row every append locks, so appends number and commit in turn.
-      const [global] = yield* sql<{ seq: number }>`UPDATE event_log_head SET seq = seq + ${events.length} WHERE stream = '*' RETURNING seq`
-      const first = (global?.seq ?? events.length) - events.length + 1
-      const next = new Map<string, number>()
-      if (counts.size > 0) {
-        const heads = yield* sql<{ stream: string; seq: number }>`INSERT INTO event_log_head ${
-          sql.insert([...counts].map(([stream, seq]) => ({ stream, seq })))
-        } ON CONFLICT (stream) DO UPDATE SET seq = event_log_head.seq + excluded.seq RETURNING stream, seq`
-        for (const head of heads) next.set(head.stream, Number(head.seq) - counts.get(head.stream)! + 1)
+  /** Each event's position and session number, from the heads an append left: `*` and each session's. */
+  const numbered = (events: ReadonlyArray<BusEvent>, sessions: ReadonlyArray<string | undefined>, counts: Map<string, number>, heads: ReadonlyArray<Head>) => {
+    const next = new Map<string, number>()
+    let first = 1
+    for (const head of heads) {
+      if (head.stream === "*") first = Number(head.seq) - events.length + 1
+      else next.set(head.stream, Number(head.seq) - counts.get(head.stream)! + 1)
+    }
+    return events.map((event, index): LoggedEvent => {
+      const sessionID = sessions[index]
+      let seq: number | undefined
+      if (sessionID !== undefined) {
+        seq = next.get(sessionID)!
+        next.set(sessionID, seq + 1)
       }
-      const logged: Array<LoggedEvent> = events.map((event, index) => {
-        const sessionID = sessions[index]
-        let seq: number | undefined
-        if (sessionID !== undefined) {
-          seq = next.get(sessionID)!
-          next.set(sessionID, seq + 1)
-        }
-        return { pos: first + index, sessionID, seq, type: event.type, properties: event.properties }
-      })
+      return { pos: first + index, sessionID, seq, type: event.type, properties: event.properties }
+    })
+  }
+
+  /** SQLite: the head, the sessions' heads and the rows, in one transaction. */
+  const appendInTransaction = (events: ReadonlyArray<BusEvent>, sessions: ReadonlyArray<string | undefined>, counts: Map<string, number>) =>
+    sql.withTransaction(Effect.gen(function*() {
+      // First: the row every append locks, so appends number and commit in turn.
+      const global = yield* sql<Head>`UPDATE event_log_head SET seq = seq + ${events.length} WHERE stream = '*' RETURNING stream, seq`
+      const heads = counts.size === 0 ? [] : yield* sql<Head>`INSERT INTO event_log_head ${
+        sql.insert([...counts].map(([stream, seq]) => ({ stream, seq })))
+      } ON CONFLICT (stream) DO UPDATE SET seq = event_log_head.seq + excluded.seq RETURNING stream, seq`
+      const logged = numbered(events, sessions, counts, [...global, ...heads])
+      const now = Date.now()
       for (let start = 0; start < logged.length; start += INSERT_CHUNK) {
         const rows = logged.slice(start, start + INSERT_CHUNK).map((event) => ({
           pos: event.pos,
@@ -115,10 +155,32 @@ export const makeEventLog: Effect.Effect<EventLogShape, never, SqlClient.SqlClie
         }))
         yield* sql`INSERT INTO event_log ${sql.insert(rows)}`
       }
-      // Delivered when the transaction commits, not before.
-      if (channel !== undefined) yield* sql`SELECT pg_notify(${channel}, ${String(first + events.length - 1)})`
       return logged
-    })))
+    }))
+
+  /**
+   * PostgreSQL: the same in one statement, one round trip where a transaction takes six (appends
+   * come several times a second from every replica). The sessions' heads and the rows are built
+   * from the `*` row's update, so that row is locked before any other, as in the transaction.
+   */
+  const appendInOneStatement = (events: ReadonlyArray<BusEvent>, sessions: ReadonlyArray<string | undefined>, counts: Map<string, number>) =>
+    sql.unsafe<Head>(APPEND, [
+      events.length,
+      channel,
+      sessions.map((session) => session ?? null),
+      events.map((event) => event.type),
+      events.map((event) => JSON.stringify(event.properties)),
+      Date.now()
+    ]).pipe(Effect.map((heads) => numbered(events, sessions, counts, heads)))
+
+  const append = Effect.fn("EventLog.append")(function*(events: ReadonlyArray<BusEvent>) {
+    if (events.length === 0) return []
+    const sessions = events.map(sessionOf)
+    const counts = new Map<string, number>()
+    for (const session of sessions) if (session !== undefined) counts.set(session, (counts.get(session) ?? 0) + 1)
+    return yield* write(
+      channel === undefined ? appendInTransaction(events, sessions, counts) : appendInOneStatement(events, sessions, counts)
+    )
   })
 
   const after = (pos: number, limit: number, upTo?: number) =>
