@@ -114,7 +114,7 @@ export const groupCommit = (sql: SqlClient.SqlClient, statements: Statements, wr
 
   const commit = (group: Group): Effect.Effect<void> => {
     const { waiters } = group
-    if (waiters.length === 1) {
+    if (group.size === 1) {
       const waiter = waiters[0]!
       return Effect.exit(alone(waiter.table, waiter.rows)).pipe(Effect.flatMap((exit) => Deferred.done(waiter.done, exit)))
     }
