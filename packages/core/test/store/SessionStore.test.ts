@@ -4,35 +4,14 @@ import { describe, expect, it } from "@effect/vitest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { SqlClient } from "@effect/sql"
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
-import { Cause, Chunk, Context, Effect, Exit, Fiber, Layer, type Scope, Stream } from "effect"
+import { Cause, Chunk, Context, Effect, Exit, Fiber, Layer, Stream } from "effect"
 import * as fs from "node:fs"
 import { Bus } from "../../src/runtime/Bus.js"
 import * as Database from "../../src/store/Database.js"
 import { Instance } from "../../src/runtime/Instance.js"
 import initial from "../../src/store/migrations/0001_initial.js"
 import { SessionStore } from "../../src/store/SessionStore.js"
-
-/**
- * A store over a real database: a SQLite file (the given path) or PostgreSQL (a URL from
- * TestDatabase.target). Every test that is not about the SQLite file itself runs on both.
- */
-const storeLayer = (box: TestInstance.Sandbox, database: string) =>
-  SessionStore.layer.pipe(
-    Layer.provideMerge(Layer.mergeAll(Database.layerTarget(database), Bus.layer)),
-    Layer.provideMerge(Layer.succeed(Instance, box.instance))
-  )
-
-const withStore = <A, E>(
-  backend: TestDatabase.Backend,
-  body: (store: SessionStore["Type"], sql: SqlClient.SqlClient) => Effect.Effect<A, E, Bus | Scope.Scope>
-) =>
-  Effect.gen(function*() {
-    const box = yield* TestInstance.sandbox()
-    const database = yield* TestDatabase.target(backend, box)
-    return yield* Effect.gen(function*() {
-      return yield* body(yield* SessionStore, yield* SqlClient.SqlClient)
-    }).pipe(Effect.provide(storeLayer(box, database)))
-  })
+import { storeLayer, withStore } from "./fixtures/StoreOn.js"
 
 const usage = (cost: number, input: number): { cost: number; tokens: TokenUsage } => ({
   cost,

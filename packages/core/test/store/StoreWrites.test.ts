@@ -1,33 +1,15 @@
 import type { Part, SessionID } from "@agent/domain"
-import { TestData, TestDatabase, TestInstance } from "@agent/testing"
+import { TestData, TestDatabase } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { SqlClient, Statement } from "@effect/sql"
-import { Cause, Effect, Exit, Layer, type Scope } from "effect"
-import { Bus } from "../../src/runtime/Bus.js"
-import { Instance } from "../../src/runtime/Instance.js"
-import * as Database from "../../src/store/Database.js"
-import { SessionStore } from "../../src/store/SessionStore.js"
+import { Statement } from "@effect/sql"
+import { Cause, Effect, Exit } from "effect"
+import type { SessionStore } from "../../src/store/SessionStore.js"
 import { StorageError } from "../../src/store/StorageError.js"
+import { withStore } from "./fixtures/StoreOn.js"
 
 // Many sessions writing at once, as the session loops of one process do. On PostgreSQL their part and
 // message upserts are grouped (store/StoreWrites.ts); on both backends each caller gets its own
 // result and a later write is never overtaken by an earlier one.
-
-const withStore = <A, E>(
-  backend: TestDatabase.Backend,
-  body: (store: SessionStore["Type"], sql: SqlClient.SqlClient) => Effect.Effect<A, E, Bus | Scope.Scope>
-) =>
-  Effect.gen(function*() {
-    const box = yield* TestInstance.sandbox()
-    const database = yield* TestDatabase.target(backend, box)
-    const layer = SessionStore.layer.pipe(
-      Layer.provideMerge(Layer.mergeAll(Database.layerTarget(database), Bus.layer)),
-      Layer.provideMerge(Layer.succeed(Instance, box.instance))
-    )
-    return yield* Effect.gen(function*() {
-      return yield* body(yield* SessionStore, yield* SqlClient.SqlClient)
-    }).pipe(Effect.provide(layer))
-  })
 
 /** Counts the statements the effect's fibers (and the fibers they start) send. */
 const countingStatements = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
