@@ -8,12 +8,12 @@ import { sessionOf } from "./EventSession.js"
 // of them agree on (docs/storage.md, "The event log"). Each replica appends the events its own bus publishes and
 // reads everyone's back; a client's Last-Event-ID is a position in this log, good on any replica.
 //
-// The cursor is one global position, `pos`, given out from the '*' row of `event_log_head` by the
-// append's first statement. That row stays locked until the append commits, so the next append
+// The cursor is one global position, `pos`, given out from the '*' row of `event_log_head`, the
+// first row an append updates. That row stays locked until the append commits, so the next append
 // (from any process) gets its numbers only after this one is visible: positions are committed in
 // their order, without holes (a rolled-back append gives its numbers back). A reader that has seen
 // `pos` N has seen everything up to N, and `pos > N` can never skip a row committed later. The cost
-// is that appends from all replicas take turns on that row; each append is one short transaction
+// is that appends from all replicas take turns on that row; each append is one short statement
 // per batch of events (a writer batches what its bus published while the previous append ran).
 
 /** An event as the log holds it. */
