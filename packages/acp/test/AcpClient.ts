@@ -226,7 +226,10 @@ export const editor = (box: TestInstance.Sandbox, options: EditorOptions = {}) =
             }
           }
         }
-      })
+      }).pipe(
+        // Gone before the sandbox it wrote in is removed.
+        Effect.zipRight(Effect.promise(() => editor.exited).pipe(Effect.timeout("5 seconds"), Effect.ignore))
+      )
   )
 
 /** `initialize` as an editor sends it: `true` offers the editor's files; or say which of files and terminals. */

@@ -61,7 +61,9 @@ export const sandbox = (options: TestInstanceOptions = {}): Effect.Effect<Sandbo
       })
       return { root, instance, path: (relative: string) => path.join(root, relative), write: write(root) }
     }),
-    ({ root }) => Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))
+    // Retried: a process the test started (a snapshot's git under an agent just killed) may still be
+    // writing in it for a moment, and a removal racing it fails with ENOTEMPTY.
+    ({ root }) => Effect.sync(() => fs.rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }))
   )
 
 /** An `Instance` layer over a fresh sandbox. */
