@@ -34,7 +34,8 @@ describe.each(TestDatabase.backends())("store writes on %s", (backend) => {
           (session, index) =>
             Effect.gen(function*() {
               const user = TestData.userMessage(session.id)
-              const part = TestData.textPart(user, "", false)
+              // Finished, so the store reads it back from the database, not from its streaming buffer.
+              const part = TestData.textPart(user, "")
               // A message and its first part issued at one moment (one statement on PostgreSQL).
               yield* Effect.all([store.upsertMessage(user), store.upsertPart({ ...part, text: `${index}:a` })], { concurrency: "unbounded" })
               for (const text of ["ab", "abc"]) yield* store.upsertPart({ ...part, text: `${index}:${text}` })
