@@ -43,7 +43,7 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas", () => {
       // The session moves: its new owner marks the call A left running as interrupted.
       yield* waitFor("A's session to move", json(`${servers.B!.url}/session/${victimID}/message`).pipe(
         Effect.map((messages) => toolParts(messages).some((part: any) => part.state.metadata?.interrupted === true) ? true : undefined)
-      ), 30_000)
+      ), 30_000, report)
       const movedMs = Date.now() - killedAt
       console.log(`failover: session taken over ${movedMs} ms after kill -9 (lock expiry 4 s)`)
       expect(movedMs).toBeLessThan(15_000)
