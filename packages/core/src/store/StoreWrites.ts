@@ -112,12 +112,13 @@ export const groupCommit = (sql: SqlClient.SqlClient, statements: Statements, wr
     return { before, done }
   }
 
-  const commit = (group: Group): Effect.Effect<void> => {
+  /** A caller's rows in statements of their own, the caller given that result. */
+  const writeAlone = (waiter: Waiter) =>
+    Effect.exit(alone(waiter.table, waiter.rows)).pipe(Effect.flatMap((exit) => Deferred.done(waiter.done, exit)))
+
+  const commit = (group: Group): Effect.Effect<unknown> => {
     const { waiters } = group
-    if (group.size === 1) {
-      const waiter = waiters[0]!
-      return Effect.exit(alone(waiter.table, waiter.rows)).pipe(Effect.flatMap((exit) => Deferred.done(waiter.done, exit)))
-    }
+    if (group.size === 1) return writeAlone(waiters[0]!)
     const parts = [...group.part.values()]
     const messages = [...group.message.values()]
     const params = [
@@ -128,12 +129,7 @@ export const groupCommit = (sql: SqlClient.SqlClient, statements: Statements, wr
     return write(sql.unsafe(text, params)).pipe(
       Effect.matchCauseEffect({
         onSuccess: () => Effect.forEach(waiters, (waiter) => Deferred.succeed(waiter.done, undefined), { discard: true }),
-        onFailure: () =>
-          Effect.forEach(
-            waiters,
-            (waiter) => Effect.exit(alone(waiter.table, waiter.rows)).pipe(Effect.flatMap((exit) => Deferred.done(waiter.done, exit))),
-            { discard: true }
-          )
+        onFailure: () => Effect.forEach(waiters, writeAlone, { discard: true })
       })
     )
   }
