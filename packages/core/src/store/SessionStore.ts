@@ -55,6 +55,7 @@ export class SessionStore extends Context.Tag("@agent/core/SessionStore")<Sessio
         instance: yield* Instance,
         write: writes.write,
         upsert: writes.upsert,
+        addUsage: writes.addUsage,
         read: retrying,
         scope: yield* Effect.scope,
         owner: `${os.hostname()}:${process.pid}:${Identifier.ascending("part").slice(4)}`,

@@ -37,6 +37,8 @@ export interface StoreDeps {
   readonly write: StoreWrites["write"]
   /** The hot writes of every step: part and message rows (grouped on PostgreSQL, StoreWrites.ts). */
   readonly upsert: StoreWrites["upsert"]
+  /** A step's usage, added to its session and the ancestors (grouped on PostgreSQL too). */
+  readonly addUsage: StoreWrites["addUsage"]
   /** Runs a read, retrying while the database is busy. */
   readonly read: ReturnType<typeof withBusyRetry>
   /** Background writes of streamed text run in the layer's scope. */

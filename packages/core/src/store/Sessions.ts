@@ -151,9 +151,9 @@ export const remove = Effect.fn("SessionStore.remove")(function*(deps: StoreDeps
   for (const session of doomed.reverse()) yield* deps.bus.publish({ type: "session.deleted", properties: { info: session } })
 })
 
-// One statement per step: the session and all its ancestors in one UPDATE, rows returned for the events.
+// One statement per step (or part of a grouped one): the session and all its ancestors in one UPDATE, rows returned for the events.
 export const addUsage = Effect.fnUntraced(function*(deps: StoreDeps, id: SessionID, usage: Usage) {
-  const rows = yield* deps.write(deps.sql.unsafe<SessionRow>(deps.statements.addUsage, [
+  const rows = yield* deps.addUsage([
     id,
     usage.cost,
     usage.tokens.input,
@@ -162,7 +162,7 @@ export const addUsage = Effect.fnUntraced(function*(deps: StoreDeps, id: Session
     usage.tokens.cache.read,
     usage.tokens.cache.write,
     Date.now()
-  ]))
+  ])
   // Nearest first: a child is newer than its parent, and session ids sort newest first.
   const sessions = rows.map(rowToSession).sort((a, b) => (a.id < b.id ? -1 : 1))
   for (const session of sessions) yield* deps.bus.publish({ type: "session.updated", properties: { info: session } })

@@ -2,7 +2,8 @@ import type { Part, SessionID } from "@agent/domain"
 import { TestData, TestDatabase } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Statement } from "@effect/sql"
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Chunk, Effect, Exit, Fiber, Stream } from "effect"
+import { Bus } from "../../src/runtime/Bus.js"
 import type { SessionStore } from "../../src/store/SessionStore.js"
 import { StorageError } from "../../src/store/StorageError.js"
 import { withStore } from "./fixtures/StoreOn.js"
@@ -88,6 +89,64 @@ describe.each(TestDatabase.backends())("store writes on %s", (backend) => {
           store.removePart(session.id, user.id, removed.id)
         ], { concurrency: "unbounded", discard: true })
         expect(yield* storedText(store, session.id)).toEqual(kept.map((part) => part.text))
+      })
+    ))
+  it.scoped("usage added by many sessions at once adds up on each session and its ancestors", () =>
+    withStore(backend, (store) =>
+      Effect.gen(function*() {
+        const parent = yield* store.create({ title: "parent" })
+        const child = yield* store.create({ title: "child", parentID: parent.id })
+        const sibling = yield* store.create({ title: "sibling", parentID: parent.id })
+        const grandchild = yield* store.create({ title: "grandchild", parentID: child.id })
+        const others = yield* Effect.forEach(Array.from({ length: 10 }, (_, index) => index), (index) => store.create({ title: `other ${index}` }))
+        const family = [parent, child, sibling, grandchild]
+        // Each session's step costs its place in line (1, 2, 3, ...): sums tell which usages reached which row.
+        const sessions = [...family, ...others]
+        const cost = (session: { id: string }) => sessions.findIndex((candidate) => candidate.id === session.id) + 1
+        const usage = (session: { id: string }) => ({
+          cost: cost(session),
+          tokens: { input: 10 * cost(session), output: 1, reasoning: 0, cache: { read: 2, write: 0 } }
+        })
+        // Each session's usage comes twice.
+        const chainLength = (index: number) => [1, 2, 2, 3][index] ?? 1
+        const expected = sessions.reduce((sum, _, index) => sum + 2 * chainLength(index), 0)
+        const updates = yield* (yield* (yield* Bus).subscribe({ types: ["session.updated"] })).pipe(
+          Stream.take(expected),
+          Stream.runCollect,
+          Effect.timeout("10 seconds"),
+          Effect.fork
+        )
+        const { statements } = yield* countingStatements(Effect.forEach(
+          sessions,
+          (session) =>
+            // A step's message (as other sessions' step writes come in the same moment) and two usages of the session.
+            Effect.all([
+              store.upsertMessage(TestData.userMessage(session.id)),
+              store.addUsage(session.id, usage(session)),
+              store.addUsage(session.id, usage(session))
+            ], { concurrency: "unbounded", discard: true }),
+          { concurrency: "unbounded", discard: true }
+        ))
+        const own = (session: { id: string }) => 2 * cost(session)
+        const totals = new Map([
+          [parent.id, own(parent) + own(child) + own(sibling) + own(grandchild)],
+          [child.id, own(child) + own(grandchild)],
+          [sibling.id, own(sibling)],
+          [grandchild.id, own(grandchild)],
+          ...others.map((session) => [session.id, own(session)] as const)
+        ])
+        for (const [id, total] of totals) {
+          const stored = yield* store.get(id as SessionID)
+          expect(stored.cost).toBe(total)
+          expect(stored.tokens?.input).toBe(10 * total)
+          // 2 cache reads a usage: the parent's eight usages (its own and its descendants'), the child's four.
+          expect(stored.tokens?.cache.read).toBe(2 * (id === parent.id ? 8 : id === child.id ? 4 : 2))
+        }
+        // Every session.updated carries the row as stored then; the last one of each session, its total.
+        const last = new Map(Chunk.toReadonlyArray(yield* Fiber.join(updates)).map((event) => [event.properties.info.id, event.properties.info.cost]))
+        expect(last).toEqual(totals)
+        // 14 messages and 28 usages: on PostgreSQL those issued at one moment go as one statement.
+        if (backend === "postgres") expect(statements).toBeLessThanOrEqual(12)
       })
     ))
 })
