@@ -1,6 +1,6 @@
 import { type EventLogShape, listenEventLog, type LoggedEvent } from "@agent/core"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Chunk, Duration, Effect, Option, Queue, Schedule, type Scope, Stream } from "effect"
+import { Chunk, Duration, Effect, ExecutionStrategy, Exit, Option, Queue, Schedule, Scope, Stream } from "effect"
 import type { OlderEvents, ServerEvent } from "./EventFanout.js"
 
 // The event stream of a replica on PostgreSQL: the events come from the event log (every replica's,
@@ -17,6 +17,8 @@ export interface EventLogFeedOptions {
   readonly retention?: Duration.DurationInput
   /** How often this replica deletes the events older than `retention` (default 10 minutes). */
   readonly pruneEvery?: Duration.DurationInput
+  /** How long the LISTEN connection stays after the last client left (default 30 s). */
+  readonly listenLinger?: Duration.DurationInput
 }
 
 /** Rows read per query. */
@@ -67,7 +69,9 @@ export const followLog = (
         if (page.length < PAGE) return
       }
     })
+    const listening = yield* listenWhileWanted(log.channel, reader, () => wake.unsafeOffer(undefined), options)
     yield* Queue.take(wake).pipe(
+      Effect.zipRight(listening),
       Effect.zipRight(readNew.pipe(
         Effect.catchAllCause((cause) =>
           Effect.logError("event log: reading failed; trying again in a second", cause).pipe(
@@ -84,7 +88,6 @@ export const followLog = (
       Effect.forever,
       Effect.forkScoped
     )
-    if (log.channel !== undefined) yield* listenEventLog(log.channel, () => wake.unsafeOffer(undefined))
 
     const retention = Duration.toMillis(options.retention ?? "24 hours")
     yield* Effect.suspend(() => log.prune(Date.now() - retention)).pipe(
@@ -94,4 +97,44 @@ export const followLog = (
       Effect.delay("1 minute"),
       Effect.forkScoped
     )
+  })
+
+/**
+ * The LISTEN connection, open while the reader has clients and for `listenLinger` after the last
+ * left: without clients nothing reads what a notification announces, and every commit of every
+ * replica would still wake this process and a PostgreSQL backend (docs/performance.md, "Replicas").
+ * Returns the check the reader runs on each wake (a client arrived, a poll, a notification).
+ */
+const listenWhileWanted = (
+  channel: string | undefined,
+  reader: LogReader,
+  notified: () => void,
+  options: EventLogFeedOptions
+): Effect.Effect<Effect.Effect<void>, never, Scope.Scope | SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    if (channel === undefined) return Effect.void
+    const outer = yield* Effect.scope
+    const context = yield* Effect.context<SqlClient.SqlClient>()
+    const linger = Duration.toMillis(options.listenLinger ?? "30 seconds")
+    /** The open connection's scope, and since when no client has been connected (0: one is). */
+    const state: { scope: Scope.CloseableScope | undefined; idleSince: number } = { scope: undefined, idleSince: 0 }
+    return Effect.suspend(() => {
+      if (reader.wanted()) {
+        state.idleSince = 0
+        if (state.scope !== undefined) return Effect.void
+        // Once it listens it wakes the reader, which reads what was committed before.
+        return Scope.fork(outer, ExecutionStrategy.sequential).pipe(
+          Effect.tap((scope) => listenEventLog(channel, notified).pipe(Scope.extend(scope), Effect.provide(context))),
+          Effect.tap((scope) => Effect.sync(() => (state.scope = scope))),
+          Effect.asVoid
+        )
+      }
+      if (state.scope === undefined) return Effect.void
+      if (state.idleSince === 0) state.idleSince = Date.now()
+      if (Date.now() - state.idleSince < linger) return Effect.void
+      const scope = state.scope
+      state.scope = undefined
+      state.idleSince = 0
+      return Scope.close(scope, Exit.void)
+    })
   })

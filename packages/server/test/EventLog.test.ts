@@ -173,23 +173,65 @@ describe.runIf(TestDatabase.postgresRuns())("the event stream of replicas on Pos
       yield* publish(0, 3)
       yield* held.until(countTodos(3))
       const old = yield* listeners()
-      expect(old.length).toBe(2) // A's and B's
+      expect(old.length).toBe(1) // B's: A has no client, so it does not listen
       const terminated = yield* TestDatabase.adminQuery<{ done: boolean }>(`SELECT pg_terminate_backend(pid) AS done FROM unnest($1::int[]) AS pid`, [old])
-      expect(terminated.map((row) => row.done)).toEqual([true, true])
+      expect(terminated.map((row) => row.done)).toEqual([true])
       // Published while B may have no LISTEN connection: its reconnection reads them.
       yield* publish(3, 8)
       yield* held.until(countTodos(8))
-      // Both connections come back (A's on its own schedule) as new backends, and the old ones are
-      // gone (pg_terminate_backend only signals them).
+      // The connection comes back as a new backend, and the old one is gone (pg_terminate_backend
+      // only signals it).
       yield* listeners().pipe(
-        Effect.filterOrFail((pids) => pids.length === 2 && !pids.some((pid) => old.includes(pid))),
+        Effect.filterOrFail((pids) => pids.length === 1 && !pids.some((pid) => old.includes(pid))),
         Effect.retry(Schedule.spaced("50 millis")),
-        Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("two new LISTEN connections did not replace the old ones") })
+        Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a new LISTEN connection did not replace the old one") })
       )
       // and notifications work again
       yield* publish(8, 10)
       const all = yield* held.until(countTodos(10))
       expect(contents(all)).toEqual(Array.from({ length: 10 }, (_, n) => `task ${n}`))
       contiguous(all)
+    }))
+  it.scopedLive("a replica listens only while it has clients, and a linger after the last one left", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase.freshPostgres
+      const a = yield* serve({ model: model(), database })
+      const b = yield* serve({ model: model(), database, server: { events: { listenLinger: "1 second" } } })
+      const channel = (yield* b.run(makeEventLog)).channel!
+      const listeners = () =>
+        TestDatabase.adminQuery<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE application_name = 'agent events' AND query = $1`,
+          [`LISTEN "${channel}"`]
+        ).pipe(Effect.map((rows) => rows.length))
+      const until = (count: number, what: string) =>
+        listeners().pipe(
+          Effect.filterOrFail((n) => n === count),
+          Effect.retry(Schedule.spaced("50 millis")),
+          Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(what) })
+        )
+      const publish = (from: number, to: number) =>
+        a.run(Effect.gen(function*() {
+          const bus = yield* Bus
+          for (let n = from; n < to; n++) yield* bus.publish(todo(ses(1), `task ${n}`))
+        }))
+
+      // Events committed with no client anywhere: nobody is woken by them.
+      yield* publish(0, 3)
+      yield* Effect.sleep("300 millis")
+      expect(yield* listeners()).toBe(0)
+      // A client on B: B listens, and gets what A publishes as it comes.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const held = yield* follow(b.url)
+        yield* until(1, "B did not listen once a client arrived")
+        yield* publish(3, 5)
+        expect(contents(yield* held.until(countTodos(2)))).toEqual(["task 3", "task 4"])
+      }))
+      // The client left: after the linger B stops listening.
+      yield* until(0, "B still listens a while after its last client left")
+      // and a client arriving later resumes from the log with nothing missed.
+      yield* publish(5, 7)
+      const resumed = yield* read(b.url, countTodos(7), 0)
+      expect(contents(resumed)).toEqual(Array.from({ length: 7 }, (_, n) => `task ${n}`))
+      contiguous(resumed)
     }))
 })
