@@ -2,7 +2,7 @@ import { TestDatabase } from "@agent/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import { finished, json, lines, post, replicas, STEPS, toolParts, waitFor } from "./ClusterReplicas.js"
+import { finished, json, lines, post, replicas, sessionRunningOn, STEPS, toolParts, waitFor } from "./ClusterReplicas.js"
 
 // Replicas (agent serve --replica) on one PostgreSQL database: sessions spread over them, any
 // replica answers for any session, and a replica's death (kill -9) or stop (SIGTERM) moves its
@@ -12,26 +12,26 @@ import { finished, json, lines, post, replicas, STEPS, toolParts, waitFor } from
 describe.runIf(TestDatabase.postgresRuns())("agent serve replicas", () => {
   it.scopedLive("10 sessions on 3 replicas; kill -9 of one mid-tool: its sessions finish on the others, each completed call ran once", () =>
     Effect.gen(function*() {
-      const { log, model, servers } = yield* replicas(["A", "B", "C"], 0.5)
+      // Calls of 1.5 s: the kill below lands while the call seen running still runs.
+      const { log, model, servers } = yield* replicas(["A", "B", "C"], 1.5)
       const urls = Object.values(servers).map((server) => server.url)
       const sessions: Array<string> = []
-      for (let index = 0; index < 10; index++) {
-        const session = yield* json(`${urls[index % 3]}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
-        sessions.push(session.id)
-      }
-      // Each prompt through another replica than the one that created the session.
-      yield* Effect.forEach(sessions, (id, index) =>
-        post(`${urls[(index + 1) % 3]}/session/${id}/prompt_async`, { parts: [{ type: "text", text: `[s${index}] run the steps` }] }), { discard: true })
+      /** Ten more sessions, each created through one replica and prompted through the next. */
+      const start = Effect.gen(function*() {
+        const first = sessions.length
+        for (let index = first; index < first + 10; index++) {
+          const session = yield* json(`${urls[index % 3]}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+          sessions.push(session.id)
+        }
+        yield* Effect.forEach(sessions.slice(first), (id, offset) =>
+          post(`${urls[(first + offset + 1) % 3]}/session/${id}/prompt_async`, { parts: [{ type: "text", text: `[s${first + offset}] run the steps` }] }), { discard: true })
+      })
+      yield* start
 
       // A session that replica A runs, followed from B: wait until its tool call is running there.
       const report = () =>
         [`calls: ${fs.readFileSync(log, "utf8")}`, ...Object.entries(servers).map(([name, server]) => `${name}: ${server.stderr()}`), `model requests: ${model.requests.length}`].join("\n")
-      const victim = yield* waitFor(
-        "a session running on A",
-        Effect.sync(() => lines(log).find(([, replica]) => replica === "A")?.[0].split("-")[0]),
-        40_000,
-        report
-      )
+      const victim = yield* sessionRunningOn(log, "A", start, report)
       const victimID = sessions[Number(victim.slice(1))]!
       yield* waitFor("a running tool call of A's session, seen from B", json(`${servers.B!.url}/session/${victimID}/message`).pipe(
         Effect.map((messages) => toolParts(messages).some((part: any) => part.state.status === "running") ? true : undefined)

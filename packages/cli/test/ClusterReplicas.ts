@@ -125,3 +125,17 @@ export const waitFor = <A>(what: string, check: Effect.Effect<A | undefined>, ti
     }
   })
 
+
+/**
+ * The label (`s3`) of a session that replica `name` runs, from the calls' log. Sessions go to shards by
+ * their random ids, so every one can land on the other replicas (1 in 64 for six sessions on two): if
+ * none runs on `name` after 15 s, `more` starts another batch, once.
+ */
+export const sessionRunningOn = (log: string, name: string, more: Effect.Effect<void>, report: () => string) =>
+  Effect.gen(function*() {
+    const found = Effect.sync(() => lines(log).find(([, replica]) => replica === name)?.[0].split("-")[0])
+    const early = yield* waitFor(`a session running on ${name}`, found, 15_000).pipe(Effect.catchAllDefect(() => Effect.succeed(undefined)))
+    if (early !== undefined) return early
+    yield* more
+    return yield* waitFor(`a session running on ${name} (after a second batch of sessions)`, found, 40_000, report)
+  })

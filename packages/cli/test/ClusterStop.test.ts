@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import { agent, project } from "./AgentProcess.js"
-import { finished, freePort, json, lines, post, replicas, STEPS, toolParts, waitFor } from "./ClusterReplicas.js"
+import { finished, freePort, json, lines, post, replicas, sessionRunningOn, STEPS, toolParts, waitFor } from "./ClusterReplicas.js"
 
 // A replica that stops (SIGTERM, a deploy) lets the tool call it is running finish, then hands
 // its sessions over; a replica that cannot see a session's project directory refuses it.
@@ -15,12 +15,18 @@ describe.runIf(TestDatabase.postgresRuns())("agent serve replicas: stop and refu
     Effect.gen(function*() {
       const { log, model, servers } = yield* replicas(["A", "B"], 1.5)
       const sessions: Array<string> = []
-      for (let index = 0; index < 6; index++) sessions.push((yield* createSession(servers.B!.url)).id)
-      yield* Effect.forEach(sessions, (id, index) =>
-        post(`${servers.B!.url}/session/${id}/prompt_async`, { parts: [{ type: "text", text: `[s${index}] run the steps` }] }), { discard: true })
+      /** Six more sessions, created and prompted through B. */
+      const start = Effect.gen(function*() {
+        const batch = yield* Effect.forEach(Array.from({ length: 6 }), () => createSession(servers.B!.url).pipe(Effect.map((session) => session.id as string)))
+        const first = sessions.length
+        sessions.push(...batch)
+        yield* Effect.forEach(batch, (id, offset) =>
+          post(`${servers.B!.url}/session/${id}/prompt_async`, { parts: [{ type: "text", text: `[s${first + offset}] run the steps` }] }), { discard: true })
+      })
+      yield* start
 
       const report = () => [`calls: ${fs.readFileSync(log, "utf8")}`, `A: ${servers.A!.stderr()}`, `B: ${servers.B!.stderr()}`, `model: ${model.requests.length}`].join("\n")
-      const victim = yield* waitFor("a session running on A", Effect.sync(() => lines(log).find(([, replica]) => replica === "A")?.[0].split("-")[0]), 40_000, report)
+      const victim = yield* sessionRunningOn(log, "A", start, report)
       const victimID = sessions[Number(victim.slice(1))]!
       const running = yield* waitFor("a running tool call of A's session, seen from B", json(`${servers.B!.url}/session/${victimID}/message`).pipe(
         // A call with more to come after it, so the rest of the session has somewhere to go.
