@@ -85,6 +85,20 @@ const contiguous = (events: ReadonlyArray<WireEvent>) => {
 
 const model = () => ScriptedModel.make(["x"])
 
+/** The backends listening on `channel` (the servers' `agent events` connections), by pid. */
+const listenersOf = (channel: string) =>
+  TestDatabase.adminQuery<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE application_name = 'agent events' AND query = $1`,
+    [`LISTEN "${channel}"`]
+  ).pipe(Effect.map((rows) => rows.map((row) => row.pid).sort()))
+
+/** Publishes todos `task <from>` up to `task <to - 1>` on the server's bus, the n-th of session `n % sessions`. */
+const publishOn = (server: Effect.Effect.Success<ReturnType<typeof serve>>, sessions = 1) => (from: number, to: number) =>
+  server.run(Effect.gen(function*() {
+    const bus = yield* Bus
+    for (let n = from; n < to; n++) yield* bus.publish(todo(ses(n % sessions), `task ${n}`))
+  }))
+
 describe.runIf(TestDatabase.postgresRuns())("the event stream of replicas on PostgreSQL", () => {
   it.scopedLive("a client of B gets what A published, in order, under the ids A's clients see", () =>
     Effect.gen(function*() {
@@ -110,11 +124,7 @@ describe.runIf(TestDatabase.postgresRuns())("the event stream of replicas on Pos
       const a = yield* serve({ model: model(), database })
       // B keeps 4 events for replay: the rest of a resume comes from the log.
       const b = yield* serve({ model: model(), database, server: { events: { replay: 4 } } })
-      const publish = (from: number, to: number) =>
-        a.run(Effect.gen(function*() {
-          const bus = yield* Bus
-          for (let n = from; n < to; n++) yield* bus.publish(todo(ses(n % 3), `task ${n}`))
-        }))
+      const publish = publishOn(a, 3)
       const [first] = yield* Effect.all([read(a.url, countTodos(10), 0), publish(0, 10)], { concurrency: "unbounded" })
       const last = first.at(-1)!
       yield* publish(10, 40)
@@ -131,11 +141,7 @@ describe.runIf(TestDatabase.postgresRuns())("the event stream of replicas on Pos
       const database = yield* TestDatabase.freshPostgres
       const a = yield* serve({ model: model(), database })
       const b = yield* serve({ model: model(), database })
-      const publish = (from: number, to: number) =>
-        a.run(Effect.gen(function*() {
-          const bus = yield* Bus
-          for (let n = from; n < to; n++) yield* bus.publish(todo(ses(n % 2), `task ${n}`))
-        }))
+      const publish = publishOn(a, 2)
       // A's client sees them logged; B has none connected, so it does not read them.
       const [onA] = yield* Effect.all([read(a.url, countTodos(20), 0), publish(0, 20)], { concurrency: "unbounded" })
       const [onB] = yield* Effect.all([read(b.url, countTodos(30), 0), publish(20, 30)], { concurrency: "unbounded" })
@@ -158,16 +164,8 @@ describe.runIf(TestDatabase.postgresRuns())("the event stream of replicas on Pos
       // wakes the reader too): only notifications and the catch-up after reconnecting deliver.
       const b = yield* serve({ model: model(), database, server: { events: { poll: "1 hour" } } })
       const channel = (yield* b.run(makeEventLog)).channel!
-      const listeners = () =>
-        TestDatabase.adminQuery<{ pid: number }>(
-          `SELECT pid FROM pg_stat_activity WHERE application_name = 'agent events' AND query = $1`,
-          [`LISTEN "${channel}"`]
-        ).pipe(Effect.map((rows) => rows.map((row) => row.pid).sort()))
-      const publish = (from: number, to: number) =>
-        a.run(Effect.gen(function*() {
-          const bus = yield* Bus
-          for (let n = from; n < to; n++) yield* bus.publish(todo(ses(1), `task ${n}`))
-        }))
+      const listeners = () => listenersOf(channel)
+      const publish = publishOn(a)
       const held = yield* follow(b.url)
 
       yield* publish(0, 3)
@@ -192,28 +190,21 @@ describe.runIf(TestDatabase.postgresRuns())("the event stream of replicas on Pos
       expect(contents(all)).toEqual(Array.from({ length: 10 }, (_, n) => `task ${n}`))
       contiguous(all)
     }))
+
   it.scopedLive("a replica listens only while it has clients, and a linger after the last one left", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase.freshPostgres
       const a = yield* serve({ model: model(), database })
       const b = yield* serve({ model: model(), database, server: { events: { listenLinger: "1 second" } } })
       const channel = (yield* b.run(makeEventLog)).channel!
-      const listeners = () =>
-        TestDatabase.adminQuery<{ pid: number }>(
-          `SELECT pid FROM pg_stat_activity WHERE application_name = 'agent events' AND query = $1`,
-          [`LISTEN "${channel}"`]
-        ).pipe(Effect.map((rows) => rows.length))
+      const listeners = () => listenersOf(channel).pipe(Effect.map((pids) => pids.length))
       const until = (count: number, what: string) =>
         listeners().pipe(
           Effect.filterOrFail((n) => n === count),
           Effect.retry(Schedule.spaced("50 millis")),
           Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(what) })
         )
-      const publish = (from: number, to: number) =>
-        a.run(Effect.gen(function*() {
-          const bus = yield* Bus
-          for (let n = from; n < to; n++) yield* bus.publish(todo(ses(1), `task ${n}`))
-        }))
+      const publish = publishOn(a)
 
       // Events committed with no client anywhere: nobody is woken by them.
       yield* publish(0, 3)
