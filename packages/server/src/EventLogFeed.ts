@@ -50,8 +50,8 @@ export interface LogReader {
 
 /**
  * Reads the log as it grows and passes each event to the reader, in order, while it has clients:
- * on every NOTIFY (PostgreSQL), every `poll`, after the LISTEN connection comes back, and when
- * `wake` is offered (the first client arrived). Prunes old events.
+ * on every NOTIFY (PostgreSQL; it listens only while it has clients), every `poll`, after the LISTEN
+ * connection comes back, and when `wake` is offered (the first client arrived). Prunes old events.
  */
 export const followLog = (
   log: EventLogShape,
@@ -102,7 +102,8 @@ export const followLog = (
 /**
  * The LISTEN connection, open while the reader has clients and for `listenLinger` after the last
  * left: without clients nothing reads what a notification announces, and every commit of every
- * replica would still wake this process and a PostgreSQL backend (docs/performance.md, "Replicas").
+ * replica would still wake this process and a PostgreSQL backend (docs/performance.md, "Usage in the
+ * group, and LISTEN only with clients").
  * Returns the check the reader runs on each wake (a client arrived, a poll, a notification).
  */
 const listenWhileWanted = (

@@ -151,7 +151,8 @@ export const remove = Effect.fn("SessionStore.remove")(function*(deps: StoreDeps
   for (const session of doomed.reverse()) yield* deps.bus.publish({ type: "session.deleted", properties: { info: session } })
 })
 
-// One statement per step (or part of a grouped one): the session and all its ancestors in one UPDATE, rows returned for the events.
+// One statement per step (on PostgreSQL often part of a grouped one, StoreWrites.ts): the session and
+// all its ancestors in one UPDATE, rows returned for the events.
 export const addUsage = Effect.fnUntraced(function*(deps: StoreDeps, id: SessionID, usage: Usage) {
   const rows = yield* deps.addUsage([
     id,

@@ -7,9 +7,9 @@ import { MESSAGE_COLUMNS, MESSAGE_CONFLICT, PART_COLUMNS, PART_CONFLICT, type Se
 // On PostgreSQL each statement is a round trip on the store's one connection, and a step writes its
 // parts and messages one at a time (about seven a step, for every session of the process) and its
 // usage once: the upserts and usage updates waiting at one moment go to the server as one statement
-// (a group commit), and each caller still returns only once its own rows are committed. Every other write of the store takes its turn
-// in the same line, so nothing overtakes a write issued before it: an upsert issued before a delete
-// lands before it, as on one connection.
+// (a group commit), and each caller still returns only once its own rows are committed. Every other
+// write of the store takes its turn in the same line, so nothing overtakes a write issued before it:
+// an upsert issued before a delete lands before it, as on one connection.
 
 /** A row in the column order of its table's upsert (StoreRows.ts). */
 export type Row = ReadonlyArray<unknown>
