@@ -125,7 +125,6 @@ export const waitFor = <A>(what: string, check: Effect.Effect<A | undefined>, ti
     }
   })
 
-
 /**
  * The label (`s3`) of a session that replica `name` runs, from the calls' log. Sessions go to shards by
  * their random ids, so every one can land on the other replicas (1 in 64 for six sessions on two): if
