@@ -107,7 +107,7 @@ describe.each(TestDatabase.backends())("store writes on %s", (backend) => {
           cost: cost(session),
           tokens: { input: 10 * cost(session), output: 1, reasoning: 0, cache: { read: 2, write: 0 } }
         })
-        // Each session's usage comes twice.
+        // A usage publishes one session.updated for its session and each ancestor; each session's usage comes twice.
         const chainLength = (index: number) => [1, 2, 2, 3][index] ?? 1
         const expected = sessions.reduce((sum, _, index) => sum + 2 * chainLength(index), 0)
         const updates = yield* (yield* (yield* Bus).subscribe({ types: ["session.updated"] })).pipe(
